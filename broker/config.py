@@ -1,0 +1,219 @@
+"""Broker configuration: Kafka's property names, Kafka's defaults, validated at start.
+
+Sources, later wins: built-in defaults < properties file (--config) < --override.
+Unknown keys are warned about (Kafka does the same); invalid values refuse to
+start with a message naming the key.
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+log = logging.getLogger("minikafka.config")
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _bool(v: str) -> bool:
+    s = v.strip().lower()
+    if s not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return s == "true"
+
+
+def _list(v: str) -> list[str]:
+    return [x.strip() for x in v.split(",") if x.strip()]
+
+
+def _at_least(lo):
+    def check(v):
+        if v < lo:
+            raise ValueError(f"must be at least {lo}")
+    return check
+
+
+def _one_of(*choices):
+    def check(v):
+        if v not in choices:
+            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
+    return check
+
+
+# key -> (parser, default, validator or None, doc). Defaults are Apache Kafka's
+# unless the doc says otherwise.
+DEFS: dict[str, tuple] = {
+    "node.id": (int, 1, _at_least(0), "Id of this broker (broker.id is an alias)"),
+    "listeners": (_list, ["PLAINTEXT://127.0.0.1:9092"], None, "Addresses to listen on; port 0 picks a free port"),
+    "advertised.listeners": (_list, None, None, "Addresses given to clients in Metadata (defaults to listeners)"),
+    "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT"], None, "Listener name to protocol; only PLAINTEXT is served"),
+    "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one is used"),
+    "num.partitions": (int, 1, _at_least(1), "Partitions of auto-created topics"),
+    "default.replication.factor": (int, 1, _one_of(1), "Single node: only 1"),
+    "auto.create.topics.enable": (_bool, True, None, "Create unknown topics on Metadata requests"),
+    "delete.topic.enable": (_bool, True, None, "Allow DeleteTopics"),
+    "log.segment.bytes": (int, 1073741824, _at_least(14), "Segment size before a roll"),
+    "log.roll.ms": (int, 604800000, _at_least(1), "Segment age before a roll (log.roll.hours also accepted)"),
+    "log.retention.ms": (int, 604800000, None, "Delete segments older than this; -1 keeps forever (also .minutes/.hours)"),
+    "log.retention.bytes": (int, -1, None, "Delete oldest segments past this size per partition; -1 unlimited"),
+    "log.retention.check.interval.ms": (int, 300000, _at_least(1), "How often retention runs"),
+    "log.flush.interval.messages": (int, LONG_MAX, _at_least(1), "fsync after this many messages"),
+    "log.flush.interval.ms": (int, None, None, "fsync partitions older than this (default: never by age)"),
+    "log.flush.scheduler.interval.ms": (int, LONG_MAX, _at_least(1), "How often the age-based flusher runs"),
+    "log.index.interval.bytes": (int, 4096, _at_least(0), "Bytes between offset index entries"),
+    "log.message.timestamp.type": (str, "CreateTime", _one_of("CreateTime", "LogAppendTime"), "Timestamp type of new topics"),
+    "log.cleanup.policy": (_list, ["delete"], None, "delete and/or compact"),
+    "message.max.bytes": (int, 1048588, _at_least(0), "Largest record batch accepted"),
+    "socket.request.max.bytes": (int, 104857600, _at_least(1), "Largest request frame accepted"),
+    "compression.type": (str, "producer", None, "Topic compression (producer keeps what the producer sent)"),
+    "offsets.topic.num.partitions": (int, 50, _at_least(1), "Partitions of __consumer_offsets"),
+    "offsets.retention.minutes": (int, 10080, _at_least(1), "Committed offsets of empty groups expire after this"),
+    "offsets.retention.check.interval.ms": (int, 600000, _at_least(1), "How often expired offsets are removed"),
+    "group.initial.rebalance.delay.ms": (int, 3000, _at_least(0), "Wait for more members before the first rebalance"),
+    "group.min.session.timeout.ms": (int, 6000, _at_least(0), "Smallest session timeout a member may ask for"),
+    "group.max.session.timeout.ms": (int, 1800000, _at_least(0), "Largest session timeout a member may ask for"),
+    "transaction.state.log.num.partitions": (int, 50, _at_least(1), "Partitions of __transaction_state"),
+    "transaction.max.timeout.ms": (int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),
+    "transactional.id.expiration.ms": (int, 604800000, _at_least(1), "Idle transactional ids are removed after this"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (int, 3600000, _at_least(1), "How often expired transactional ids are removed"),
+    "transaction.partition.verification.enable": (_bool, True, None, "Refuse transactional writes to partitions not added to the transaction"),
+    "transaction.two.phase.commit.enable": (_bool, False, None, "Allow InitProducerId keepPreparedTxn / 2PC (KIP-939)"),
+    "producer.id.expiration.ms": (int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
+    "producer.id.expiration.check.interval.ms": (int, 600000, _at_least(1), "How often idle producer state is dropped"),
+    "unstable.api.versions.enable": (_bool, False, None, "Advertise API versions Kafka marks unstable"),
+    "metrics.listener": (str, "", None, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
+}
+
+ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
+# Alternative units Kafka accepts for the same setting: key -> (canonical key, factor to ms)
+UNIT_ALIASES = {
+    "log.retention.minutes": ("log.retention.ms", 60_000),
+    "log.retention.hours": ("log.retention.ms", 3_600_000),
+    "log.roll.hours": ("log.roll.ms", 3_600_000),
+}
+# Keys Kafka knows that a single-node broker accepts and ignores.
+IGNORED = {
+    "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
+    "inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "min.insync.replicas",
+    "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
+    "zookeeper.connect", "log.cleaner.enable", "unclean.leader.election.enable",
+}
+
+
+class BrokerConfig:
+    def __init__(self, values: dict[str, object], originals: dict[str, str], raw: dict[str, str] | None = None):
+        self._values = values
+        self.originals = originals  # canonical keys the user set explicitly (for DescribeConfigs sources)
+        self.raw = dict(raw or {})  # exactly what the user wrote (key -> text), aliases included
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def get(self, key, default=None):
+        return self._values.get(key, default)
+
+    def items(self):
+        return self._values.items()
+
+    @property
+    def node_id(self) -> int:
+        return self["node.id"]
+
+    @property
+    def log_dir(self) -> str:
+        return self["log.dirs"][0]
+
+    @classmethod
+    def load(cls, path: str | None = None, overrides: list[str] | dict | None = None) -> "BrokerConfig":
+        raw: dict[str, str] = {}
+        if path:
+            raw.update(read_properties(path))
+        if isinstance(overrides, dict):
+            raw.update({k: str(v) for k, v in overrides.items()})
+        else:
+            for item in overrides or []:
+                if "=" not in item:
+                    raise ConfigError(f"--override expects key=value, got {item!r}")
+                k, v = item.split("=", 1)
+                raw[k.strip()] = v.strip()
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, str]) -> "BrokerConfig":
+        values = {k: d[1] for k, d in DEFS.items()}
+        originals: dict[str, str] = {}
+        for key, text in raw.items():
+            canon, factor = ALIASES.get(key, key), 1
+            if key in UNIT_ALIASES:
+                canon, factor = UNIT_ALIASES[key]
+                # an explicit .ms setting wins over the coarser units, as in Kafka
+                if canon in raw:
+                    continue
+            if canon not in DEFS:
+                if key not in IGNORED:
+                    log.warning("unknown configuration key %r ignored", key)
+                continue
+            parser, _, check, _ = DEFS[canon]
+            try:
+                value = parser(text)
+                if factor != 1:
+                    value = value * factor if value >= 0 else value
+                if check is not None:
+                    check(value)
+            except ValueError as e:
+                raise ConfigError(f"invalid value {text!r} for configuration {key}: {e}") from None
+            values[canon] = value
+            originals[canon] = text
+        for lst in values["listeners"]:
+            parse_listener(lst)
+        if values["advertised.listeners"] is None:
+            values["advertised.listeners"] = list(values["listeners"])
+        else:
+            for lst in values["advertised.listeners"]:
+                parse_listener(lst, key="advertised.listeners")
+        return cls(values, originals, raw)
+
+
+_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)$")
+
+
+def parse_listener(text: str, key: str = "listeners") -> tuple[str, str, int]:
+    """'PLAINTEXT://host:port' -> (name, host, port); host '' means all interfaces."""
+    m = _LISTENER.match(text.strip())
+    if not m:
+        raise ConfigError(f"invalid value {text!r} for configuration {key}: expected NAME://host:port")
+    name, host, port = m.group(1), m.group(2).strip("[]"), int(m.group(3))
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"invalid value {text!r} for configuration {key}: port out of range")
+    return name, host, port
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Java .properties subset: key=value or key: value, # and ! comments, \\ continuations."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e}") from None
+    pending = ""
+    for line in lines:
+        line = pending + line.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        m = re.match(r"^([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
+        if not m:
+            out[line] = ""
+            continue
+        out[m.group(1)] = m.group(2)
+    return out

@@ -1,0 +1,57 @@
+"""Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets."""
+from protocol import records as rec
+from protocol.errors import ErrorCode, KafkaError
+from .common import CloseConnection, resolve_topic
+
+API_KEY = 0
+VERSIONS = (3, 12)
+
+
+def _check_single_batch(records) -> None:
+    """Kafka's ProduceRequest.validateRecords: v3+ carries exactly one magic-2 batch."""
+    if not records:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request carries no record batch")
+    if len(records) < rec.HEADER_SIZE:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch is shorter than its header")
+    h = rec.parse_header(records, 0)
+    if h.magic != rec.MAGIC:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain record batches with magic version 2")
+    if h.size < len(records):
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain a single record batch")
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    acks = req.acks
+    by_id = header.api_version >= 13
+    failed = False
+    responses = []
+    for t in req.topic_data:
+        name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
+        parts = []
+        for p in t.partition_data:
+            r = {"index": p.index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
+                 "log_start_offset": -1, "record_errors": [], "error_message": None}
+            try:
+                if topic_err is not None:
+                    raise KafkaError(topic_err)
+                if acks not in (0, 1, -1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                if broker.is_internal(name):
+                    # Kafka refuses client writes to internal topics
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
+                lg = broker.require_log(name, p.index)
+                _check_single_batch(p.records)
+                res = broker.append_records(lg, p.records, req.transactional_id)
+                r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
+                         log_start_offset=res.log_start_offset)
+            except KafkaError as e:
+                failed = True
+                r.update(error_code=int(e.code), error_message=e.message)
+            parts.append(r)
+        responses.append({"name": t.name, "topic_id": t.topic_id, "partition_responses": parts})
+    if acks == 0:
+        if failed:
+            raise CloseConnection("acks=0 produce failed")
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

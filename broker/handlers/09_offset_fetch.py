@@ -1,0 +1,74 @@
+"""OffsetFetch (9): a group's committed offsets.
+
+v0-7 ask for one group (topics null from v2 = every committed partition),
+v8+ for several groups at once; v7+ `require_stable` answers
+UNSTABLE_OFFSET_COMMIT for partitions with a pending transactional commit
+(KIP-447); v10 names topics by id (unstable here)."""
+from protocol.errors import ErrorCode
+
+from .group_common import coordinator, resolve_topic, topic_id_of
+
+API_KEY = 9
+VERSIONS = (1, 9)
+UNSTABLE_VERSIONS = (1, 10)
+
+
+def _fetch_group(conn, group_id, topics, require_stable, by_id):
+    """(group error, [ {name, topic_id, partitions:[...]} ])"""
+    broker = conn.broker
+    coord = coordinator(conn)
+    wanted = None
+    layout = []  # (name, topic_id, [(partition, error or None)])
+    if topics is not None:
+        wanted = []
+        for t in topics:
+            name, err = resolve_topic(broker, getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
+            parts = []
+            for p in t.partition_indexes or []:
+                parts.append((p, err))
+                if err is None:
+                    wanted.append((name, p))
+            layout.append((name, getattr(t, "topic_id", None), parts))
+    group_err, rows = coord.fetch_offsets(group_id, wanted, require_stable)
+    found = {tp: (val, err) for tp, val, err in rows}
+    if topics is None:
+        by_topic = {}
+        for (name, p), (val, err) in found.items():
+            by_topic.setdefault(name, []).append((p, None))
+        layout = [(name, topic_id_of(broker, name) if by_id else None, sorted(parts))
+                  for name, parts in sorted(by_topic.items())]
+    out = []
+    for name, topic_id, parts in layout:
+        plist = []
+        for p, err in parts:
+            val, perr = found.get((name, p), (None, ErrorCode.NONE)) if err is None else (None, err)
+            if group_err != ErrorCode.NONE:
+                perr = group_err
+            plist.append({
+                "partition_index": p,
+                "committed_offset": val.offset if val is not None else -1,
+                "committed_leader_epoch": val.leader_epoch if val is not None else -1,
+                "metadata": val.metadata if val is not None else "",
+                "error_code": int(perr),
+            })
+        out.append({"name": name or "", "topic_id": topic_id, "partitions": plist})
+    return group_err, out
+
+
+async def handle(conn, header, req):
+    v = header.api_version
+    require_stable = bool(req.require_stable) if v >= 7 else False
+    if v >= 8:
+        groups = []
+        for g in req.groups or []:
+            err, topics = _fetch_group(conn, g.group_id, g.topics, require_stable, v >= 10)
+            groups.append({"group_id": g.group_id, "error_code": int(err),
+                           "topics": topics if err == ErrorCode.NONE else []})
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = req.topics
+    if v < 2 and topics is None:
+        topics = []
+    err, out = _fetch_group(conn, req.group_id, topics, require_stable, False)
+    if v >= 2 and err != ErrorCode.NONE:
+        out = []
+    return {"throttle_time_ms": 0, "topics": out, "error_code": int(err)}

@@ -1,0 +1,32 @@
+"""FindCoordinator (10): this broker coordinates every group and transactional id.
+
+Like Kafka, the internal topic behind the coordinator is created on first use.
+"""
+from protocol.errors import ErrorCode
+
+API_KEY = 10
+VERSIONS = (0, 6)
+
+GROUP, TRANSACTION = 0, 1
+
+
+def _one(broker, conn, key, key_type):
+    host, port = broker.advertised_address(conn.listener_name)
+    out = {"key": key, "node_id": broker.node_id, "host": host, "port": port, "error_code": 0, "error_message": None}
+    if key_type not in (GROUP, TRANSACTION):
+        return dict(out, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message=f"Unsupported key type {key_type}")
+    if key_type == TRANSACTION and not key:
+        return dict(out, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="Transactional id must not be empty")
+    broker.ensure_coordinator_topic(key_type)
+    return out
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    if header.api_version >= 4:
+        return {"throttle_time_ms": 0, "coordinators": [_one(broker, conn, k, req.key_type) for k in req.coordinator_keys]}
+    one = _one(broker, conn, req.key, req.key_type)
+    one.pop("key")
+    return dict(one, throttle_time_ms=0)

@@ -1,0 +1,20 @@
+"""SyncGroup (14): the leader hands in the assignment; everyone gets theirs.
+
+The response waits until the leader's SyncGroup arrives (CompletingRebalance)."""
+from .group_common import coordinator, now_ms, wait_for
+
+API_KEY = 14
+VERSIONS = (0, 5)
+
+
+async def handle(conn, header, req):
+    v = header.api_version
+    assignments = {a.member_id: a.assignment or b"" for a in req.assignments or []}
+    waiter = coordinator(conn).sync_group(
+        req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
+        req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None, assignments, now_ms())
+    res = dict(await wait_for(waiter))
+    res["throttle_time_ms"] = 0
+    if res.get("assignment") is None:
+        res["assignment"] = b""
+    return res

@@ -1,0 +1,35 @@
+"""DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
+
+API_KEY = 20
+VERSIONS = (1, 6)
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    if header.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(n, ZERO_UUID) for n in req.topic_names]
+    out = []
+    for name, topic_id in wanted:
+        res = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
+        try:
+            if name is None:
+                info = broker.topic_by_id(topic_id)
+                if info is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+                name = res["name"] = info.name
+            info = broker.logs.topics().get(name)
+            if info is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if not broker.config["delete.topic.enable"]:
+                raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED)
+            res["topic_id"] = info.topic_id
+            broker.logs.delete_topic(name)
+            broker.notify_data()
+        except KafkaError as e:
+            res.update(error_code=e.code, error_message=e.message)
+        out.append(res)
+    return {"throttle_time_ms": 0, "responses": out}

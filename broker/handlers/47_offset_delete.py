@@ -1,0 +1,31 @@
+"""OffsetDelete (47): remove committed offsets of partitions a group no longer
+consumes (KIP-496). Allowed for an empty group, or for topics a consumer
+group is not subscribed to (else GROUP_SUBSCRIBED_TO_TOPIC)."""
+from protocol.errors import ErrorCode
+
+from .group_common import coordinator, now_ms, partition_exists
+
+API_KEY = 47
+VERSIONS = (0, 0)
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    layout, wanted, errors = [], [], {}
+    for t in req.topics or []:
+        tps = []
+        for p in t.partitions or []:
+            tp = (t.name, p.partition_index)
+            tps.append(tp)
+            if not partition_exists(broker, t.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                wanted.append(tp)
+        layout.append((t.name, tps))
+    top, result = coordinator(conn).delete_offsets(req.group_id, wanted, now_ms())
+    if top != ErrorCode.NONE:
+        return {"error_code": int(top), "throttle_time_ms": 0, "topics": []}
+    return {"error_code": 0, "throttle_time_ms": 0, "topics": [
+        {"name": name, "partitions": [
+            {"partition_index": tp[1], "error_code": int(errors.get(tp, result.get(tp, ErrorCode.NONE)))}
+            for tp in tps]} for name, tps in layout]}

@@ -1,0 +1,35 @@
+"""ListTransactions (66): filter by state, producer id, and (v1) minimum running duration."""
+import re
+
+from protocol.errors import ErrorCode
+from coordinator.transaction import TxnState
+
+API_KEY = 66
+VERSIONS = (0, 1)
+
+KNOWN_STATES = {s.display for s in TxnState}
+
+
+async def handle(conn, header, req):
+    coord = conn.broker.txn_coordinator
+    wanted = set(req.state_filters or [])
+    unknown = sorted(wanted - KNOWN_STATES)
+    pattern = req.get("transactional_id_pattern")
+    regex = None
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    "unknown_state_filters": [], "transaction_states": []}
+    states = []
+    for md in coord.list_transactions(wanted & KNOWN_STATES if wanted else None,
+                                      set(req.producer_id_filters or []) or None,
+                                      req.duration_filter if req.duration_filter is not None else -1):
+        if regex is not None and not regex.fullmatch(md.transactional_id):
+            continue
+        states.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
+                       "transaction_state": md.state.display})
+    if wanted and not wanted & KNOWN_STATES:
+        states = []
+    return {"throttle_time_ms": 0, "error_code": 0, "unknown_state_filters": unknown, "transaction_states": states}

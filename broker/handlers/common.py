@@ -1,0 +1,47 @@
+"""Small helpers shared by handlers."""
+from __future__ import annotations
+
+from protocol.errors import ErrorCode, KafkaError
+
+NO_AUTH_OPS = -2147483648  # "authorized operations not requested"
+
+
+def topic_name_error(name: str | None) -> ErrorCode | None:
+    """Kafka's topic name rules (Topic.validate): INVALID_TOPIC_EXCEPTION when broken."""
+    import re
+    if not name or name in (".", "..") or len(name) > 249 or not re.fullmatch(r"[a-zA-Z0-9._-]+", name):
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    return None
+
+
+def error_of(exc: BaseException) -> int:
+    if isinstance(exc, KafkaError):
+        return int(exc.code)
+    return int(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def message_of(exc: BaseException) -> str | None:
+    if isinstance(exc, KafkaError):
+        return exc.message
+    return str(exc) or type(exc).__name__
+
+
+class CloseConnection(Exception):
+    """Kafka closes the connection instead of answering (e.g. an acks=0 produce that failed)."""
+
+
+def resolve_topic(broker, name, topic_id, by_id: bool):
+    """(name, error) for a request that names topics (old versions) or ids (KIP-516 versions)."""
+    if by_id:
+        info = broker.topic_by_id(topic_id)
+        if info is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_ID
+        return info.name, None
+    return name, None
+
+
+def fenced_error(code, version: int, fenced_since: int) -> int:
+    """PRODUCER_FENCED exists from a per-API version on; older clients get INVALID_PRODUCER_EPOCH."""
+    if code == ErrorCode.PRODUCER_FENCED and version < fenced_since:
+        return int(ErrorCode.INVALID_PRODUCER_EPOCH)
+    return int(code)

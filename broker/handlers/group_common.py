@@ -1,0 +1,54 @@
+"""Helpers shared by the group/offset handlers (08, 09, 11-16, 28, 42, 47).
+
+Not an API module (the registry only loads files named NN_*.py)."""
+from __future__ import annotations
+
+import time
+
+import trio
+
+from protocol.errors import ErrorCode
+
+# DescribeGroups authorized operations with no authorizer: READ, DELETE, DESCRIBE.
+GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def coordinator(conn):
+    return conn.broker.group_coordinator
+
+
+async def wait_for(waiter):
+    """Wait (without blocking other connections) for a coordinator Waiter."""
+    if not waiter.done:
+        ev = trio.Event()
+        waiter.add_done_callback(lambda _result: ev.set())
+        await ev.wait()
+    return waiter.result
+
+
+def client_host(conn) -> str:
+    host = conn.peer.rsplit(":", 1)[0] if conn.peer and conn.peer != "?" else ""
+    return "/" + host
+
+
+def partition_exists(broker, topic: str | None, partition: int) -> bool:
+    return bool(topic) and broker.get_log(topic, partition) is not None
+
+
+def topic_id_of(broker, name: str):
+    info = broker.logs.topics().get(name)
+    return getattr(info, "topic_id", None) if info is not None else None
+
+
+def resolve_topic(broker, name, topic_id, by_id: bool):
+    """(name, error) for a request topic that carries a name (old versions) or an id (v10)."""
+    if by_id:
+        info = broker.topic_by_id(topic_id)
+        if info is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_ID
+        return info.name, None
+    return name, None

@@ -1,0 +1,138 @@
+"""The trio server: listeners, one task per connection, frame read/dispatch/write.
+
+Requests on one connection are handled one at a time, as Kafka does (it mutes
+a channel while a request is in flight), so responses go out in request order
+without any reordering buffer.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import struct
+import time
+
+import trio
+
+from protocol import schema
+from protocol.schema import SchemaError
+from . import handlers
+from .handlers.common import CloseConnection
+from .broker import Broker
+
+log = logging.getLogger("minikafka.server")
+
+_SIZE = struct.Struct(">i")
+
+
+class FrameReader:
+    """Reads size-prefixed frames from a trio stream with one growing buffer."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_size: int):
+        self.stream = stream
+        self.max_size = max_size
+        self.buf = bytearray()
+
+    async def _fill(self, n: int) -> bool:
+        while len(self.buf) < n:
+            chunk = await self.stream.receive_some(max(65536, n - len(self.buf)))
+            if not chunk:
+                return False
+            self.buf += chunk
+        return True
+
+    async def read_frame(self) -> bytes | None:
+        """The next frame's bytes; None on a clean EOF between frames."""
+        if not await self._fill(4):
+            if self.buf:
+                raise ProtocolViolation("connection closed inside a frame size")
+            return None
+        (size,) = _SIZE.unpack_from(self.buf, 0)
+        if size < 0 or size > self.max_size:
+            # Kafka: InvalidReceiveException, the connection is closed
+            raise ProtocolViolation(f"invalid request size {size} (socket.request.max.bytes={self.max_size})")
+        if not await self._fill(4 + size):
+            raise ProtocolViolation("connection closed inside a frame")
+        frame = bytes(self.buf[4:4 + size])
+        del self.buf[:4 + size]
+        return frame
+
+
+class ProtocolViolation(Exception):
+    """The peer broke the framing or sent something Kafka would close the connection for."""
+
+
+class Connection:
+    """Per-connection context handed to handlers."""
+
+    def __init__(self, broker: Broker, stream, listener_name: str, peer: str):
+        self.broker = broker
+        self.stream = stream
+        self.listener_name = listener_name
+        self.peer = peer
+
+
+async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_name: str) -> None:
+    try:
+        peer = "%s:%s" % stream.socket.getpeername()[:2]
+    except OSError:
+        peer = "?"
+    conn = Connection(broker, stream, listener_name, peer)
+    reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
+    broker.metrics.connections += 1
+    try:
+        while True:
+            frame = await reader.read_frame()
+            if frame is None:
+                return
+            out = await dispatch(conn, frame)
+            if out is not None:
+                await stream.send_all(out)
+    except (ProtocolViolation, CloseConnection) as e:
+        log.info("closing connection from %s: %s", peer, e)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        pass
+    except OSError as e:
+        if e.errno not in (errno.ECONNRESET, errno.EPIPE):
+            log.warning("connection from %s failed: %s", peer, e)
+    finally:
+        broker.metrics.connections -= 1
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(stream)
+
+
+async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
+    broker = conn.broker
+    try:
+        api_key, version, corr = schema.peek_request_header(frame)
+    except SchemaError as e:
+        raise ProtocolViolation(str(e)) from None
+    handler = handlers.REGISTRY.get(api_key)
+    if handler is None:
+        # Kafka cannot parse a header with an unknown api key and closes the connection.
+        raise ProtocolViolation(f"unknown api key {api_key}")
+    lo, hi = handlers.advertised_range(handler, broker)
+    if not lo <= version <= hi:
+        if api_key == 18:
+            # KIP-511: answer ApiVersions of any version with a v0 body naming our ranges.
+            body = handlers.api_versions_body(broker, error_code=35)
+            return schema.encode_response(18, 0, corr, body)
+        raise ProtocolViolation(f"unsupported version {version} of {schema.API_NAMES[api_key]}")
+    try:
+        header, body = schema.decode_request(frame)
+    except (SchemaError, KeyError, ValueError) as e:
+        raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e}") from None
+    started = time.perf_counter()
+    try:
+        response = await handler.handle(conn, header, body)
+    finally:
+        broker.metrics.observe_request(api_key, time.perf_counter() - started)
+    if response is None:  # acks=0 produce: no response at all
+        return None
+    return schema.encode_response(api_key, version, corr, response)
+
+
+async def serve_listener(broker: Broker, listener, name: str, task_status=trio.TASK_STATUS_IGNORED):
+    async def on_connect(stream):
+        await handle_connection(broker, stream, name)
+
+    await trio.serve_listeners(on_connect, [listener], task_status=task_status)

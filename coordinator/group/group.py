@@ -1,0 +1,215 @@
+"""One classic consumer group: its members, generation and state (Kafka's
+GroupMetadata / ClassicGroup). Pure data plus small helpers; the transitions
+live in coordinator.py."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from .records import OffsetValue, subscribed_topics
+
+
+class GroupState(enum.Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+# Kafka's GroupMetadata.validPreviousStates
+VALID_PREVIOUS = {
+    GroupState.DEAD: {GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
+                      GroupState.EMPTY, GroupState.DEAD},
+    GroupState.COMPLETING_REBALANCE: {GroupState.PREPARING_REBALANCE},
+    GroupState.STABLE: {GroupState.COMPLETING_REBALANCE},
+    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
+    GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
+}
+
+
+class Waiter:
+    """A response that is not ready yet (JoinGroup/SyncGroup long-polls).
+
+    The coordinator completes it; the broker layer waits on it (a trio Event
+    set from a done-callback), so this module stays free of I/O."""
+
+    __slots__ = ("result", "done", "_callbacks")
+
+    def __init__(self):
+        self.result = None
+        self.done = False
+        self._callbacks = []
+
+    def complete(self, result) -> None:
+        if self.done:
+            return
+        self.result, self.done = result, True
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb(result)
+
+    def add_done_callback(self, cb) -> None:
+        if self.done:
+            cb(self.result)
+        else:
+            self._callbacks.append(cb)
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_waiter: Waiter | None = None
+    sync_waiter: Waiter | None = None
+    last_heartbeat_ms: int = 0
+    is_new: bool = False
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, meta in self.protocols:
+            if name == protocol:
+                return meta
+        raise KeyError(protocol)
+
+    def protocol_names(self) -> list[str]:
+        return [n for n, _ in self.protocols]
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return list(self.protocols) == list(protocols)
+
+    def vote(self, candidates: set[str]) -> str:
+        for name, _ in self.protocols:
+            if name in candidates:
+                return name
+        raise ValueError("member does not support any candidate protocol")
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    state_timestamp_ms: int = -1
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    # KIP-394: member ids handed out with MEMBER_ID_REQUIRED -> deadline to rejoin
+    pending_members: dict[str, int] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
+    # join phase
+    join_deadline_ms: int = 0
+    initial_join: bool = False  # InitialDelayedJoin (new group) rather than DelayedJoin
+    initial_remaining_ms: int = 0
+    new_member_added: bool = False
+    # sync phase: members that got a JoinGroup response but have not synced yet
+    pending_sync: set[str] = field(default_factory=set)
+    sync_deadline_ms: int = 0
+    # offsets
+    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
+    # transactional offset commits not yet committed/aborted: producer id -> tp -> value
+    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ state
+    def is_(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition(self, state: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS[state]:
+            raise AssertionError(f"group {self.group_id}: invalid transition {self.state.value} -> {state.value}")
+        self.state = state
+        self.state_timestamp_ms = now_ms
+
+    # ----------------------------------------------------------- members
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        m = self.members.pop(member_id, None)
+        if m is None:
+            return None
+        if m.group_instance_id is not None and self.static_members.get(m.group_instance_id) == member_id:
+            del self.static_members[m.group_instance_id]
+        self.pending_sync.discard(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return m
+
+    def static_member_id(self, instance_id: str | None) -> str | None:
+        return self.static_members.get(instance_id) if instance_id is not None else None
+
+    def is_static_member_fenced(self, member_id: str, instance_id: str | None) -> bool:
+        """Kafka: an instance id is known and maps to a different member id."""
+        if instance_id is None:
+            return False
+        known = self.static_members.get(instance_id)
+        return known is not None and known != member_id
+
+    def all_joined(self) -> bool:
+        return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
+
+    def max_rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # ---------------------------------------------------------- protocols
+    def candidate_protocols(self) -> set[str]:
+        members = list(self.members.values())
+        if not members:
+            return set()
+        common = set(members[0].protocol_names())
+        for m in members[1:]:
+            common &= set(m.protocol_names())
+        return common
+
+    def supports_protocols(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        names = [n for n, _ in protocols]
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        cands = self.candidate_protocols()
+        return protocol_type == self.protocol_type and any(n in cands for n in names)
+
+    def select_protocol(self) -> str:
+        cands = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        order: list[str] = []
+        for m in self.members.values():
+            v = m.vote(cands)
+            if v not in votes:
+                order.append(v)
+            votes[v] = votes.get(v, 0) + 1
+        best = max(votes.values())
+        return next(p for p in order if votes[p] == best)
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol only); None if unknown."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            try:
+                t = subscribed_topics(m.metadata(self.protocol_name))
+            except KeyError:
+                return None
+            if t is None:
+                return None
+            topics |= t
+        return topics
+
+    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
+        return any(tp in offs for offs in self.pending_txn_offsets.values())

@@ -1,0 +1,149 @@
+"""Where the group coordinator keeps its records: the `__consumer_offsets` topic.
+
+`OffsetsStore` is the small interface the coordinator needs: append a batch of
+(key, value) records to one partition (optionally transactional, with producer
+id/epoch) and read every batch of a partition back at start-up.
+`LogOffsetsStore` implements it on the storage layer's partition logs;
+`MemoryOffsetsStore` is an in-memory stand-in for unit tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import Record, build_batch, decode_batch, iter_batch_headers, parse_control_record
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+
+
+@dataclass
+class StoredBatch:
+    base_offset: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    is_transactional: bool = False
+    is_control: bool = False
+    control_type: int | None = None  # CONTROL_COMMIT / CONTROL_ABORT for control batches
+    records: list[tuple[int, bytes | None, bytes | None]] = field(default_factory=list)  # (offset, key, value)
+
+
+class OffsetsStore:
+    num_partitions: int
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], now_ms: int,
+               producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
+        """Append one batch; returns the offset of its first record."""
+        raise NotImplementedError
+
+    def read_batches(self, partition: int) -> Iterator[StoredBatch]:
+        raise NotImplementedError
+
+
+class MemoryOffsetsStore(OffsetsStore):
+    """For unit tests: batches in lists; `write_marker` plays the transaction coordinator."""
+
+    def __init__(self, num_partitions: int = 50):
+        self.num_partitions = num_partitions
+        self.partitions: dict[int, list[StoredBatch]] = {}
+        self.fail_with: Exception | None = None
+
+    def _next_offset(self, partition: int) -> int:
+        batches = self.partitions.get(partition) or []
+        if not batches:
+            return 0
+        last = batches[-1]
+        return last.records[-1][0] + 1 if last.records else last.base_offset + 1
+
+    def append(self, partition, records, now_ms, producer_id=-1, producer_epoch=-1, transactional=False):
+        if self.fail_with is not None:
+            raise self.fail_with
+        base = self._next_offset(partition)
+        b = StoredBatch(base, producer_id, producer_epoch, transactional, False, None,
+                        [(base + i, k, v) for i, (k, v) in enumerate(records)])
+        self.partitions.setdefault(partition, []).append(b)
+        return base
+
+    def write_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        base = self._next_offset(partition)
+        self.partitions.setdefault(partition, []).append(StoredBatch(
+            base, producer_id, 0, True, True, CONTROL_COMMIT if commit else CONTROL_ABORT,
+            [(base, None, None)]))
+
+    def read_batches(self, partition):
+        yield from list(self.partitions.get(partition, []))
+
+
+class LogOffsetsStore(OffsetsStore):
+    """`__consumer_offsets` on the storage layer.
+
+    get_log(partition) -> UnifiedLog or None (topic not created yet);
+    ensure_topic() creates the topic (the broker's ensure_internal_topic).
+    """
+
+    def __init__(self, num_partitions: int, get_log: Callable[[int], object], ensure_topic: Callable[[], object]):
+        self.num_partitions = num_partitions
+        self._get_log = get_log
+        self._ensure_topic = ensure_topic
+
+    def _log(self, partition: int, create: bool):
+        lg = self._get_log(partition)
+        if lg is None and create:
+            self._ensure_topic()
+            lg = self._get_log(partition)
+        return lg
+
+    def append(self, partition, records, now_ms, producer_id=-1, producer_epoch=-1, transactional=False):
+        lg = self._log(partition, create=True)
+        if lg is None:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "__consumer_offsets partition missing")
+        recs = [Record(offset=i, timestamp=now_ms, key=k, value=v, headers=()) for i, (k, v) in enumerate(records)]
+        # Like Kafka's coordinator: producer id/epoch on the batch, no sequence, and the
+        # append is the coordinator's (AppendOrigin.COORDINATOR: no client-only checks).
+        batch = build_batch(recs, base_offset=0, producer_id=producer_id, producer_epoch=producer_epoch,
+                            base_sequence=-1, is_transactional=transactional)
+        return _append_as_coordinator(lg, batch, now_ms).base_offset
+
+    def read_batches(self, partition):
+        lg = self._log(partition, create=False)
+        if lg is None:
+            return
+        pos = lg.log_start_offset
+        end = lg.log_end_offset
+        while pos < end:
+            buf = lg.read(pos, 1 << 20, max_offset=end).records
+            if not buf:
+                break
+            progressed = False
+            for at, hdr in iter_batch_headers(buf):
+                if hdr.last_offset < pos:
+                    continue
+                _, recs = decode_batch(buf, at)
+                sb = StoredBatch(hdr.base_offset, hdr.producer_id, hdr.producer_epoch, hdr.is_transactional,
+                                 hdr.is_control)
+                if hdr.is_control:
+                    if recs:
+                        try:
+                            ctype, _ = parse_control_record(recs[0])
+                            sb.control_type = int(ctype)
+                        except KafkaError:
+                            sb.control_type = None
+                else:
+                    sb.records = [(r.offset, r.key, r.value) for r in recs]
+                yield sb
+                pos = hdr.next_offset
+                progressed = True
+            if not progressed:
+                break
+
+
+def _append_as_coordinator(lg, batch: bytes, now_ms: int):
+    """UnifiedLog.append with Kafka's AppendOrigin.COORDINATOR, whichever spelling the log takes."""
+    import inspect
+    params = inspect.signature(lg.append).parameters
+    if "origin" in params:
+        return lg.append(batch, now_ms=now_ms, origin="coordinator") if "now_ms" in params \
+            else lg.append(batch, origin="coordinator")
+    if "is_from_client" in params:
+        return lg.append(batch, now_ms=now_ms, is_from_client=False)
+    return lg.append(batch)

@@ -1,0 +1,116 @@
+"""Transaction states and per-transactional-id metadata (Kafka's TransactionState /
+TransactionMetadata), and their `__transaction_state` record encoding."""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+
+from protocol import schema
+
+
+class TxnState(enum.IntEnum):
+    # ids are Kafka's TransactionState.id(), stored in TransactionLogValue.TransactionStatus
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def display(self) -> str:
+        """The name Kafka's tools print (kafka-transactions.sh)."""
+        return "".join(w.capitalize() for w in self.name.split("_"))
+
+
+S = TxnState
+VALID_PREVIOUS = {
+    S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_COMMIT: {S.ONGOING},
+    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
+    S.COMPLETE_ABORT: {S.PREPARE_ABORT},
+    S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_EPOCH_FENCE: {S.ONGOING},
+}
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+MAX_EPOCH = 32767
+
+
+@dataclass
+class TransactionMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    last_producer_epoch: int = NO_PRODUCER_EPOCH
+    prev_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    txn_timeout_ms: int = 60000
+    state: TxnState = TxnState.EMPTY
+    partitions: set = field(default_factory=set)  # {(topic, partition)}
+    txn_start_ms: int = -1
+    txn_last_update_ms: int = -1
+    client_txn_version: int = 0
+    # A transition whose log append is in flight; other requests get CONCURRENT_TRANSACTIONS.
+    pending_state: TxnState | None = None
+
+    def copy_fields(self) -> dict:
+        return {k: (set(v) if isinstance(v, set) else v) for k, v in self.__dict__.items()}
+
+    def sorted_partitions(self) -> list[tuple[str, int]]:
+        return sorted(self.partitions)
+
+
+# -------------------------------------------------- __transaction_state records
+
+def encode_key(transactional_id: str) -> bytes:
+    return struct.pack(">h", 0) + schema.build(schema.data_message("TransactionLogKey", 0),
+                                               {"transactional_id": transactional_id})
+
+
+def encode_value(md: TransactionMetadata, version: int = 0) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for topic, part in md.sorted_partitions():
+        by_topic.setdefault(topic, []).append(part)
+    body = {
+        "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
+        "previous_producer_id": md.prev_producer_id, "next_producer_id": md.next_producer_id,
+        "transaction_timeout_ms": md.txn_timeout_ms, "transaction_status": int(md.state),
+        "transaction_partitions": [{"topic": t, "partition_ids": p} for t, p in by_topic.items()],
+        "transaction_last_update_timestamp_ms": md.txn_last_update_ms,
+        "transaction_start_timestamp_ms": md.txn_start_ms,
+        "client_transaction_version": md.client_txn_version,
+    }
+    return struct.pack(">h", version) + schema.build(schema.data_message("TransactionLogValue", version), body)
+
+
+def decode_key(data: bytes) -> str | None:
+    (version,) = struct.unpack_from(">h", data, 0)
+    if version != 0:
+        return None  # another record type; not ours
+    body, _ = schema.parse(schema.data_message("TransactionLogKey", 0), data[2:])
+    return body.transactional_id
+
+
+def decode_value(transactional_id: str, data: bytes | None) -> TransactionMetadata | None:
+    if data is None:
+        return None  # tombstone
+    (version,) = struct.unpack_from(">h", data, 0)
+    v, _ = schema.parse(schema.data_message("TransactionLogValue", min(version, 1)), data[2:])
+    parts = set()
+    for tp in v.transaction_partitions or []:
+        for p in tp.partition_ids:
+            parts.add((tp.topic, p))
+    return TransactionMetadata(
+        transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch,
+        prev_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
+        txn_timeout_ms=v.transaction_timeout_ms, state=TxnState(v.transaction_status), partitions=parts,
+        txn_start_ms=v.transaction_start_timestamp_ms, txn_last_update_ms=v.transaction_last_update_timestamp_ms,
+        client_txn_version=v.client_transaction_version,
+    )

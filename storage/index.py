@@ -1,0 +1,324 @@
+"""Sparse segment indexes in Kafka's on-disk formats.
+
+``.index`` (:class:`OffsetIndex`): 8-byte entries, int32 offset relative to the
+segment's base offset + int32 physical position in the ``.log`` file.
+``.timeindex`` (:class:`TimeIndex`): 12-byte entries, int64 timestamp + int32
+relative offset. Both are big-endian and strictly increasing.
+
+Unlike Kafka we do not preallocate and mmap the files: entries are appended
+with ``os.write`` (so the file is always exactly ``entries * entry_size``
+bytes) and mirrored in memory in ``array`` objects, so lookups are a bisect
+and never touch the disk.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_right
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+class CorruptIndexError(Exception):
+    """An index file failed its sanity check (it is then rebuilt from the log)."""
+
+
+def _be_array(typecode: str, data: bytes) -> array:
+    a = array(typecode)
+    a.frombytes(data)
+    if not _BIG_ENDIAN:
+        a.byteswap()
+    return a
+
+
+class _IndexFile:
+    """Append-only file with an fd opened lazily."""
+
+    entry_size = 0
+
+    def __init__(self, path: str, base_offset: int):
+        self.path = path
+        self.base_offset = base_offset
+        self._fd: int | None = None
+
+    def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.write(self._fd, data)
+
+    def _rewrite(self, data: bytes) -> None:
+        """Replace the file's contents (used after truncation/rebuild)."""
+        self.close()
+        tmp = self.path + ".tmp"
+        with open(tmp, "wb", buffering=0) as f:
+            f.write(data)
+        os.replace(tmp, self.path)
+
+    def flush(self) -> None:
+        fd = self._fd
+        if fd is not None:
+            try:
+                os.fsync(fd)
+                return
+            except OSError:
+                pass  # closed concurrently
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def rename(self, new_path: str) -> None:
+        self.close()
+        if os.path.exists(self.path):
+            os.replace(self.path, new_path)
+        self.path = new_path
+
+
+class OffsetIndex(_IndexFile):
+    """Maps offsets to file positions (Kafka's ``OffsetIndex``)."""
+
+    entry_size = 8
+
+    def __init__(self, path: str, base_offset: int, max_entries: int = 1310720):
+        super().__init__(path, base_offset)
+        self.max_entries = max_entries
+        self._rel = array("i")   # relative offsets
+        self._pos = array("i")   # physical positions
+
+    # -- state ---------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._rel)
+
+    @property
+    def entries(self) -> int:
+        return len(self._rel)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._rel) >= self.max_entries
+
+    @property
+    def last_offset(self) -> int:
+        """Largest offset in the index (base offset if empty)."""
+        return self.base_offset + self._rel[-1] if self._rel else self.base_offset
+
+    def last_entry(self) -> tuple[int, int]:
+        if not self._rel:
+            return self.base_offset, 0
+        return self.base_offset + self._rel[-1], self._pos[-1]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        return self.base_offset + self._rel[n], self._pos[n]
+
+    # -- load / sanity -------------------------------------------------------
+    def load(self, log_size: int) -> None:
+        """Read the file into memory and sanity check it; raise CorruptIndexError if bad.
+
+        Checks (a superset of Kafka's ``OffsetIndex.sanityCheck``): size a
+        multiple of 8, relative offsets >= 0 and strictly increasing, positions
+        increasing and inside the log file.
+        """
+        try:
+            with open(self.path, "rb", buffering=0) as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise CorruptIndexError(f"Index file {self.path} is missing") from None
+        if len(data) % self.entry_size:
+            raise CorruptIndexError(f"Index file {self.path} is corrupt, found {len(data)} bytes which is "
+                                    f"neither positive nor a multiple of {self.entry_size}")
+        a = _be_array("i", data)
+        rel, pos = a[0::2], a[1::2]
+        if rel:
+            if rel[0] < 0 or pos[0] < 0 or pos[-1] >= max(log_size, 1):
+                raise CorruptIndexError(f"Index file {self.path} has entries outside the segment "
+                                        f"(first relative offset {rel[0]}, last position {pos[-1]}, log size {log_size})")
+            if any(a >= b for a, b in zip(rel, rel[1:])) or any(a >= b for a, b in zip(pos, pos[1:])):
+                raise CorruptIndexError(f"Index file {self.path} is not strictly increasing")
+        self._rel, self._pos = rel, pos
+
+    # -- mutation ------------------------------------------------------------
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if self._rel and rel <= self._rel[-1]:
+            raise ValueError(f"Attempt to append an offset ({offset}) no larger than the last offset "
+                             f"appended ({self.last_offset}) to {self.path}")
+        self._write(_OFFSET_ENTRY.pack(rel, position))
+        self._rel.append(rel)
+        self._pos.append(position)
+
+    def truncate_entries(self, n: int) -> None:
+        """Keep only the first ``n`` entries (file and memory)."""
+        if n >= len(self._rel):
+            return
+        del self._rel[n:]
+        del self._pos[n:]
+        self.close()
+        with open(self.path, "r+b", buffering=0) as f:
+            f.truncate(n * self.entry_size)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= ``offset`` (Kafka's ``truncateTo``)."""
+        self.truncate_entries(bisect_right(self._rel, offset - self.base_offset - 1))
+
+    def truncate_to_position(self, position: int) -> None:
+        """Remove entries pointing at or beyond ``position``."""
+        self.truncate_entries(bisect_right(self._pos, position - 1))
+
+    def reset(self) -> None:
+        """Drop all entries (before a rebuild)."""
+        self._rel = array("i")
+        self._pos = array("i")
+        self._rewrite(b"")
+
+    def write_all(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the whole index with ``[(offset, position), ...]`` (rebuild)."""
+        rel = array("i", (o - self.base_offset for o, _ in entries))
+        pos = array("i", (p for _, p in entries))
+        inter = array("i", [0]) * (2 * len(rel))
+        inter[0::2] = rel
+        inter[1::2] = pos
+        if not _BIG_ENDIAN:
+            inter.byteswap()
+        self._rewrite(inter.tobytes())
+        self._rel, self._pos = rel, pos
+
+    # -- lookup --------------------------------------------------------------
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """Largest entry with offset <= target: ``(offset, position)``; ``(base_offset, 0)`` if none."""
+        i = bisect_right(self._rel, target_offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._rel[i], self._pos[i]
+
+    def lookup_position(self, position: int) -> tuple[int, int] | None:
+        """Largest entry with position <= ``position``, or None."""
+        i = bisect_right(self._pos, position) - 1
+        if i < 0:
+            return None
+        return self.base_offset + self._rel[i], self._pos[i]
+
+
+class TimeIndex(_IndexFile):
+    """Maps timestamps to offsets (Kafka's ``TimeIndex``): entries are the running max timestamp."""
+
+    entry_size = 12
+
+    def __init__(self, path: str, base_offset: int, max_entries: int = 873813):
+        super().__init__(path, base_offset)
+        self.max_entries = max_entries
+        self._ts = array("q")
+        self._rel = array("q")
+
+    def __len__(self) -> int:
+        return len(self._ts)
+
+    @property
+    def entries(self) -> int:
+        return len(self._ts)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._ts) >= self.max_entries
+
+    def last_entry(self) -> tuple[int, int]:
+        """``(timestamp, offset)`` of the last entry; ``(-1, base_offset)`` if empty."""
+        if not self._ts:
+            return -1, self.base_offset
+        return self._ts[-1], self.base_offset + self._rel[-1]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        return self._ts[n], self.base_offset + self._rel[n]
+
+    def load(self, max_offset: int | None = None) -> None:
+        """Read and sanity check (size multiple of 12, timestamps and offsets increasing,
+        relative offsets >= 0 and, when known, not beyond ``max_offset``)."""
+        try:
+            with open(self.path, "rb", buffering=0) as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise CorruptIndexError(f"Time index file {self.path} is missing") from None
+        if len(data) % self.entry_size:
+            raise CorruptIndexError(f"Time index file {self.path} is corrupt, found {len(data)} bytes which is "
+                                    f"neither positive nor a multiple of {self.entry_size}")
+        n = len(data) // 12
+        ts = array("q")
+        rel = array("q")
+        if n:
+            # unpack 12-byte entries; iter_unpack is C-speed
+            for t, r in _TIME_ENTRY.iter_unpack(data):
+                ts.append(t)
+                rel.append(r)
+            if rel[0] < 0:
+                raise CorruptIndexError(f"Time index file {self.path} has a negative relative offset")
+            if max_offset is not None and self.base_offset + rel[-1] > max_offset:
+                raise CorruptIndexError(f"Time index file {self.path} points beyond the segment "
+                                        f"(offset {self.base_offset + rel[-1]} > {max_offset})")
+            if any(a >= b for a, b in zip(ts, ts[1:])) or any(a > b for a, b in zip(rel, rel[1:])):
+                raise CorruptIndexError(f"Time index file {self.path} is not increasing")
+        self._ts, self._rel = ts, rel
+
+    def maybe_append(self, timestamp: int, offset: int) -> bool:
+        """Append if ``timestamp`` is larger than the last entry's (Kafka's ``maybeAppend``)."""
+        if self._ts and timestamp <= self._ts[-1]:
+            return False
+        rel = offset - self.base_offset
+        if self._rel and rel < self._rel[-1]:
+            raise ValueError(f"Attempt to append an offset ({offset}) smaller than the last offset "
+                             f"in time index {self.path}")
+        self._write(_TIME_ENTRY.pack(timestamp, rel))
+        self._ts.append(timestamp)
+        self._rel.append(rel)
+        return True
+
+    def truncate_entries(self, n: int) -> None:
+        if n >= len(self._ts):
+            return
+        del self._ts[n:]
+        del self._rel[n:]
+        self.close()
+        with open(self.path, "r+b", buffering=0) as f:
+            f.truncate(n * self.entry_size)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= ``offset``."""
+        self.truncate_entries(bisect_right(self._rel, offset - self.base_offset - 1))
+
+    def reset(self) -> None:
+        self._ts = array("q")
+        self._rel = array("q")
+        self._rewrite(b"")
+
+    def write_all(self, entries: list[tuple[int, int]]) -> None:
+        """Replace the index with ``[(timestamp, offset), ...]``."""
+        self._ts = array("q", (t for t, _ in entries))
+        self._rel = array("q", (o - self.base_offset for _, o in entries))
+        self._rewrite(b"".join(_TIME_ENTRY.pack(t, o - self.base_offset) for t, o in entries))
+
+    def lookup(self, target_timestamp: int) -> tuple[int, int]:
+        """Largest entry with timestamp <= target: ``(timestamp, offset)``; ``(-1, base_offset)`` if none."""
+        i = bisect_right(self._ts, target_timestamp) - 1
+        if i < 0:
+            return -1, self.base_offset
+        return self._ts[i], self.base_offset + self._rel[i]

@@ -1,0 +1,666 @@
+"""A partition's log: ordered segments, offsets, recovery, retention (Kafka's ``UnifiedLog``).
+
+Directory ``<log.dir>/<topic>-<partition>/`` holds ``<20-digit base>.log``,
+``.index`` and ``.timeindex`` per segment plus ``partition.metadata``.
+
+Single-threaded by design (the broker owns each log from one trio task);
+:meth:`UnifiedLog.flush` alone may run in a worker thread concurrently.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from bisect import bisect_right
+from typing import Callable, NamedTuple
+
+from protocol import records as rec
+from protocol.errors import ErrorCode, KafkaError
+from storage.checkpoint import (read_partition_metadata, write_partition_metadata)
+from storage.config import COMPRESSION_CODECS, LONG_MAX, LogConfig
+from storage.index import CorruptIndexError
+from storage.producer_state import ProducerStateManager
+from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
+                             SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
+
+log = logging.getLogger("minikafka.storage")
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
+_TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
+
+# single node: every partition has leader epoch 0 for its whole life
+LEADER_EPOCH = 0
+
+
+class AppendResult(NamedTuple):
+    base_offset: int           # offset assigned to the first record
+    last_offset: int           # offset of the last record
+    log_append_time_ms: int    # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    num_records: int
+
+
+class ReadResult(NamedTuple):
+    records: bytes             # whole batches, possibly b""
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    log_end_offset: int
+    next_offset: int           # offset after the last returned batch (== fetch offset if none)
+
+
+def parse_topic_partition_name(name: str) -> tuple[str, int] | None:
+    """``"my-topic-3"`` -> ``("my-topic", 3)``; None if the name is not ``<topic>-<int>``."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not topic or not part.isdigit():
+        return None
+    return topic, int(part)
+
+
+class UnifiedLog:
+    """One partition's log on disk."""
+
+    def __init__(self, dir_path: str, topic: str, partition: int, config: LogConfig, *,
+                 topic_id=None, log_start_offset: int = 0, recovery_point: int = 0,
+                 had_clean_shutdown: bool = True):
+        self.dir = dir_path
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.topic_id = topic_id
+        self.leader_epoch = LEADER_EPOCH
+        self.on_append: Callable[[], None] | None = None
+        # called (with the log) when the log start offset advances, so it can be checkpointed
+        self.on_log_start_offset_change: Callable[["UnifiedLog"], None] | None = None
+        self.producer_state = ProducerStateManager(dir_path, topic, partition)
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._unflushed_messages = 0
+        self._last_flush_ms = int(time.time() * 1000)
+        self._closed = False
+        os.makedirs(dir_path, exist_ok=True)
+        if topic_id is not None:
+            stored = read_partition_metadata(dir_path)
+            if stored != topic_id:
+                if stored is not None:
+                    log.warning("Partition %s-%d: partition.metadata topic id %s differs from %s; rewriting",
+                                topic, partition, stored, topic_id)
+                write_partition_metadata(dir_path, topic_id)
+        else:
+            self.topic_id = read_partition_metadata(dir_path)
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self._load(had_clean_shutdown)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        fuo = self.producer_state.first_unstable_offset()
+        if fuo is not None and fuo < self.high_watermark:
+            return fuo
+        return self.high_watermark
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    def _segment_kwargs(self) -> dict:
+        c = self.config
+        return dict(index_interval_bytes=c.index_interval_bytes, max_index_entries=c.max_index_entries,
+                    max_time_index_entries=c.max_time_index_entries)
+
+    # ------------------------------------------------------------------ loading / recovery
+    def _load(self, had_clean_shutdown: bool) -> None:
+        """Open the segments, recovering what may be damaged (Kafka's ``LogLoader``)."""
+        bases = []
+        present: dict[int, set[str]] = {}
+        for fname in os.listdir(self.dir):
+            path = os.path.join(self.dir, fname)
+            if fname.endswith(_TMP_SUFFIXES) or fname.endswith(SWAP_SUFFIX):
+                log.warning("Deleting stray file %s", path)
+                _unlink(path)
+                continue
+            m = _SEGMENT_FILE.match(fname)
+            if not m:
+                continue
+            base, suffix = int(m.group(1)), m.group(2)
+            present.setdefault(base, set()).add(suffix)
+            if suffix == LOG_SUFFIX:
+                bases.append(base)
+        for base, suffixes in present.items():
+            if LOG_SUFFIX not in suffixes:
+                for suffix in suffixes & {INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX}:
+                    path = os.path.join(self.dir, f"{base:020d}{suffix}")
+                    log.warning("Deleting orphaned index file %s (no matching log file)", path)
+                    _unlink(path)
+        bases.sort()
+        kw = self._segment_kwargs()
+        segments = [LogSegment(self.dir, b, **kw) for b in bases]
+
+        if segments:
+            # segments that may hold unflushed data after an unclean shutdown: from the one holding the
+            # recovery point onward (Kafka's "unflushed" segments)
+            if had_clean_shutdown:
+                first_unflushed = len(segments) - 1
+            else:
+                first_unflushed = max(0, bisect_right(bases, self.recovery_point) - 1)
+            i = 0
+            while i < len(segments):
+                seg = segments[i]
+                is_last = i == len(segments) - 1
+                truncated = 0
+                if i >= first_unflushed and not had_clean_shutdown:
+                    missing = self._missing_index_files(seg)
+                    if missing:
+                        log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
+                    truncated = seg.recover()
+                else:
+                    try:
+                        seg.load_indexes()
+                        if is_last:
+                            # always validate the active segment's tail, from the last index entry
+                            truncated = seg.recover(from_last_index_entry=True)
+                    except CorruptIndexError as e:
+                        log.warning("Rebuilding index files for %s: %s", seg.log_path, e)
+                        truncated = seg.recover()
+                if not is_last:
+                    seg.on_become_inactive()
+                if truncated and not is_last:
+                    # like Kafka: data after a corrupt batch in a non-final segment is not trusted
+                    for later in segments[i + 1:]:
+                        log.warning("Deleting segment %s after corruption in an earlier segment", later.log_path)
+                        later.delete()
+                    del segments[i + 1:]
+                    seg.open_for_append()
+                    break
+                i += 1
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        if not self.segments:
+            self._add_segment(self.log_start_offset)
+        self.active_segment.open_for_append()
+        self.next_offset = self.active_segment.next_offset
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        if self.log_start_offset > self.next_offset:
+            log.warning("Partition %s: log start offset %d is beyond the log end offset %d; starting the log "
+                        "afresh at %d", self.name, self.log_start_offset, self.next_offset, self.log_start_offset)
+            self._truncate_fully_and_start_at(self.log_start_offset)
+        self.high_watermark = self.next_offset
+        self.recovery_point = min(self.recovery_point, self.next_offset)
+        self.producer_state.load(self.log_start_offset, self.next_offset)
+
+    @staticmethod
+    def _missing_index_files(seg: LogSegment) -> list[str]:
+        return [p for p in (seg.offset_index.path, seg.time_index.path) if not os.path.exists(p)]
+
+    def _add_segment(self, base_offset: int) -> LogSegment:
+        seg = LogSegment(self.dir, base_offset, create=True, **self._segment_kwargs())
+        self.segments.append(seg)
+        self._bases.append(base_offset)
+        return seg
+
+    def _truncate_fully_and_start_at(self, offset: int) -> None:
+        for seg in self.segments:
+            seg.delete()
+        self.segments = []
+        self._bases = []
+        self._add_segment(offset)
+        self.next_offset = offset
+        self.high_watermark = offset
+        self.recovery_point = offset
+        self.log_start_offset = offset
+        self.producer_state.truncate(offset, offset)
+
+    # ------------------------------------------------------------------ append
+    def append(self, records, *, now_ms: int | None = None, is_from_client: bool = True,
+               origin: str | None = None) -> AppendResult:
+        """Validate, assign offsets and append one or more batches (all or nothing).
+
+        ``is_from_client`` False is the coordinator/internal path (Kafka's
+        ``AppendOrigin.COORDINATOR``): control batches allowed, client-only
+        checks skipped; offsets are still assigned. ``origin`` is the same
+        choice by Kafka's name: ``"client"`` (default) or ``"coordinator"``.
+        """
+        if origin is not None:
+            if origin not in ("client", "coordinator"):
+                raise ValueError(f"unknown append origin {origin!r}")
+            is_from_client = origin == "client"
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        config = self.config
+        buf = bytearray(records)
+        if not buf:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             "Produce requests with version 3 and above must have at least one record batch")
+        batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
+        if is_from_client:
+            for _, h in batches:
+                _validate_client_batch(h, self.name)
+        if config.message_timestamp_type == "CreateTime" and (
+                config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX):
+            for _, h in batches:
+                _validate_timestamps(h, now_ms, config, self.name)
+        if config.compression_type != "producer":
+            buf, batches = _recompress(buf, batches, config)
+
+        # ---- producer state (idempotence / transactions): hook for the next engineer ----
+        for _, h in batches:
+            if h.producer_id >= 0:
+                dup = self.producer_state.validate_batch(h, is_from_client=is_from_client, now_ms=now_ms)
+                if dup is not None:
+                    return AppendResult(dup.first_offset, dup.last_offset, dup.log_append_time_ms,
+                                        self.log_start_offset, h.records_count)
+
+        total = len(buf)
+        if total > config.effective_segment_bytes:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Message batch size is {total} bytes in append to partition {self.name} which exceeds "
+                             f"the maximum configured segment size of {config.effective_segment_bytes}.")
+        log_append = config.message_timestamp_type == "LogAppendTime"
+        if log_append:
+            for pos, _ in batches:
+                rec.set_log_append_time(buf, pos, now_ms)
+
+        # ---- assign offsets (baseOffset and partitionLeaderEpoch are outside the CRC) ----
+        first_offset = offset = self.next_offset
+        meta = []
+        num_records = 0
+        max_ts = -1
+        pack_offset = rec.patch_base_offset
+        pack_epoch = rec.patch_partition_leader_epoch
+        epoch = self.leader_epoch
+        for pos, h in batches:
+            pack_offset(buf, pos, offset)
+            pack_epoch(buf, pos, epoch)
+            last = offset + h.last_offset_delta
+            bts = now_ms if log_append else h.max_timestamp
+            if bts > max_ts:
+                max_ts = bts
+            meta.append((pos, h.batch_length + 12, last, bts))
+            num_records += h.records_count
+            offset = last + 1
+
+        seg = self.active_segment
+        if self._should_roll(seg, total, max_ts, offset - 1, now_ms):
+            seg = self.roll(now_ms)
+        position = seg.size
+        seg.append(buf, meta)
+        self.next_offset = offset
+        self.high_watermark = offset
+
+        for (pos, h), (_, _, last, _) in zip(batches, meta):
+            if h.producer_id >= 0:
+                self.producer_state.on_batch_appended(h, last - h.last_offset_delta, last, position + pos, now_ms)
+
+        self._unflushed_messages += num_records
+        if self._unflushed_messages >= config.flush_messages:
+            self.flush()
+        if self.on_append is not None:
+            self.on_append()
+        return AppendResult(first_offset, offset - 1, now_ms if log_append else -1, self.log_start_offset,
+                            num_records)
+
+    def _should_roll(self, seg: LogSegment, size: int, max_ts: int, max_offset: int, now_ms: int) -> bool:
+        """Kafka's ``LogSegment.shouldRoll``."""
+        c = self.config
+        if seg.size > c.effective_segment_bytes - size:
+            return True
+        if seg.size > 0 and seg.time_waited_for_roll(now_ms, max_ts) > c.segment_ms - c.segment_jitter_ms:
+            return True
+        if seg.offset_index.is_full or seg.time_index.is_full:
+            return True
+        return not seg.can_convert_to_relative_offset(max_offset)
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (Kafka's ``roll``)."""
+        new_base = self.next_offset
+        active = self.active_segment
+        if active.base_offset == new_base:
+            if active.size == 0:
+                return active  # nothing to roll
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"Trying to roll a new log segment for {self.name} with start offset {new_base} "
+                             f"which already exists")
+        active.on_become_inactive()
+        self.producer_state.take_snapshot(new_base)
+        seg = self._add_segment(new_base)
+        log.debug("Rolled new log segment %s at offset %d", self.name, new_base)
+        return seg
+
+    # ------------------------------------------------------------------ read
+    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one: bool = True) -> ReadResult:
+        """Whole batches from the batch containing ``fetch_offset``.
+
+        Stops before a batch whose base offset >= ``max_offset`` (exclusive
+        bound; the broker passes HW or LSO; default HW) and after ``max_bytes``,
+        except that with ``min_one`` a first batch larger than ``max_bytes`` is
+        returned whole. May continue into following segments while budget is
+        left. OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
+        """
+        leo = self.next_offset
+        if fetch_offset < self.log_start_offset or fetch_offset > leo:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Received request for offset {fetch_offset} for partition {self.name}, but we only "
+                             f"have log segments in the range {self.log_start_offset} to {leo}.")
+        hw = self.high_watermark
+        if max_offset is None:
+            max_offset = hw
+        lso = self.last_stable_offset
+        if fetch_offset >= max_offset:
+            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
+        segments = self.segments
+        i = bisect_right(self._bases, fetch_offset) - 1
+        if i < 0:
+            i = 0
+        parts = []
+        remaining = max_bytes
+        first = min_one
+        next_offset = fetch_offset
+        while i < len(segments):
+            r = segments[i].read(next_offset, remaining, max_offset, first)
+            i += 1
+            if r is None:
+                continue  # nothing at or after next_offset in this segment
+            data, nxt, at_end = r
+            if data:
+                parts.append(data)
+                remaining -= len(data)
+                next_offset = nxt
+                first = False
+            if not at_end or remaining <= 0 or next_offset >= max_offset:
+                break
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset)
+
+    # ------------------------------------------------------------------ transactions (producer state)
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
+        """``[(producer_id, first_offset)]`` of aborted transactions overlapping
+        ``[fetch_offset, upper_bound_offset)`` for read_committed fetches.
+        STUB until the transaction index lands (next task): always []."""
+        return self.producer_state.aborted_transactions(fetch_offset, upper_bound_offset)
+
+    def active_producers(self) -> list:
+        """Producer state entries for DescribeProducers (STUB: [])."""
+        return self.producer_state.active_producers()
+
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` has an open transaction on this partition (STUB: False)."""
+        return self.producer_state.has_ongoing_transaction(producer_id)
+
+    # ------------------------------------------------------------------ timestamps
+    def fetch_offset_by_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms`` (at or
+        after the log start offset), or None (ListOffsets then answers the LEO)."""
+        start = self.log_start_offset
+        for seg in self.segments:
+            if seg.max_timestamp_so_far >= ts_ms:
+                if seg is not self.active_segment and self._segment_end(seg) <= start:
+                    continue
+                r = seg.find_offset_by_timestamp(ts_ms, start)
+                if r is not None:
+                    return r
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record with the largest timestamp (ListOffsets -3)."""
+        best = None
+        for seg in self.segments:
+            if seg.max_timestamp_so_far >= 0 and (best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far):
+                best = seg
+        if best is None:
+            return None
+        return best.find_max_timestamp_offset()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: ``(epoch, end offset)``. A single node has one leader epoch (0)
+        for the log's whole life, so that epoch ends at the LEO and any other is unknown (-1, -1),
+        as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers."""
+        if epoch == self.leader_epoch:
+            return epoch, self.next_offset
+        return -1, -1
+
+    def _segment_end(self, seg: LogSegment) -> int:
+        """Offset after the last offset held by ``seg`` (next segment's base, or LEO)."""
+        i = bisect_right(self._bases, seg.base_offset)
+        return self._bases[i] if i < len(self._bases) else self.next_offset
+
+    # ------------------------------------------------------------------ retention
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset to ``offset`` (persisted through
+        ``on_log_start_offset_change``) and delete whole segments below it.
+        OFFSET_OUT_OF_RANGE if ``offset`` > high watermark. Returns the new log start offset."""
+        if offset > self.high_watermark:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Cannot increment the log start offset to {offset} of partition {self.name} "
+                             f"since it is larger than the high watermark {self.high_watermark}")
+        if offset < 0:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset} for DeleteRecords")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.producer_state.truncate(offset, self.next_offset)
+            self._delete_log_start_offset_breached_segments()
+            self._log_start_offset_changed()
+        return self.log_start_offset
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention (Kafka's ``deleteOldSegments``): by log start offset always; by
+        retention.bytes and retention.ms when cleanup.policy includes delete.
+        Returns the number of segments deleted."""
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        n = self._delete_log_start_offset_breached_segments()
+        if self.config.delete_enabled:
+            n += self._delete_retention_size_breached_segments()
+            n += self._delete_retention_ms_breached_segments(now_ms)
+        return n
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        start = self.log_start_offset
+        return self._delete_segments(self._deletable(lambda seg, nxt: nxt is not None and nxt.base_offset <= start))
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention = self.config.retention_bytes
+        size = self.size
+        if retention < 0 or size < retention:
+            return 0
+        diff = [size - retention]
+
+        def should_delete(seg, nxt):
+            if diff[0] - seg.size >= 0:
+                diff[0] -= seg.size
+                return True
+            return False
+        return self._delete_segments(self._deletable(should_delete))
+
+    def _delete_retention_ms_breached_segments(self, now_ms: int) -> int:
+        retention = self.config.retention_ms
+        if retention < 0:
+            return 0
+        return self._delete_segments(self._deletable(lambda seg, nxt: now_ms - seg.largest_timestamp > retention))
+
+    def _deletable(self, predicate) -> list[LogSegment]:
+        """Oldest-first run of segments satisfying ``predicate`` (Kafka's ``deletableSegments``):
+        never beyond the high watermark, never an empty active segment."""
+        out = []
+        segs = self.segments
+        for i, seg in enumerate(segs):
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            upper = nxt.base_offset if nxt is not None else self.next_offset
+            is_last_and_empty = nxt is None and seg.size == 0
+            if self.high_watermark >= upper and not is_last_and_empty and predicate(seg, nxt):
+                out.append(seg)
+            else:
+                break
+        return out
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            # always keep one segment: roll an empty one first (Kafka does the same)
+            new_seg = self.roll()
+            if deletable[-1] is new_seg:
+                deletable = deletable[:-1]
+        for seg in deletable:
+            log.info("Deleting segment %s of %s (retention)", seg.base_offset, self.name)
+            seg.delete()
+        dead = {id(s) for s in deletable}
+        self.segments = [s for s in self.segments if id(s) not in dead]
+        self._bases = [s.base_offset for s in self.segments]
+        if self.segments[0].base_offset > self.log_start_offset:
+            self.log_start_offset = self.segments[0].base_offset
+            self.producer_state.truncate(self.log_start_offset, self.next_offset)
+            self._log_start_offset_changed()
+        return len(deletable)
+
+    def _log_start_offset_changed(self) -> None:
+        if self.on_log_start_offset_change is not None:
+            self.on_log_start_offset_change(self)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after ``offset`` (whole batches; Kafka's ``truncateTo``)."""
+        if offset >= self.next_offset:
+            return
+        if offset <= self.segments[0].base_offset:
+            self._truncate_fully_and_start_at(max(offset, self.log_start_offset))
+            return
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+            self._bases.pop()
+        active = self.active_segment
+        active.truncate_to(offset)
+        active.open_for_append()
+        self.next_offset = active.next_offset
+        self.high_watermark = min(self.high_watermark, self.next_offset)
+        self.recovery_point = min(self.recovery_point, self.next_offset)
+        self.producer_state.truncate(self.log_start_offset, self.next_offset)
+
+    # ------------------------------------------------------------------ flush / close
+    def flush(self) -> None:
+        """fsync every segment that may hold data past the recovery point, then advance it.
+        Safe to run in a worker thread while the owner keeps appending."""
+        end = self.next_offset
+        segments = list(self.segments)
+        bases = [s.base_offset for s in segments]
+        start = max(0, bisect_right(bases, self.recovery_point) - 1)
+        for seg in segments[start:]:
+            seg.flush()
+        if end > self.recovery_point:
+            self.recovery_point = end
+        self._unflushed_messages = 0
+        self._last_flush_ms = int(time.time() * 1000)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush if ``flush.ms`` has elapsed since the last flush (for a periodic task)."""
+        if self.config.flush_ms != LONG_MAX and now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.producer_state.take_snapshot(self.next_offset)
+        self.producer_state.close()
+        for seg in self.segments:
+            seg.close()
+        self._closed = True
+
+    def delete(self) -> None:
+        """Close and delete the whole partition directory."""
+        import shutil
+        self.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
+                f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
+
+
+# ---------------------------------------------------------------------------
+# validation helpers (Kafka's LogValidator checks that need no record decoding)
+# ---------------------------------------------------------------------------
+
+def _validate_client_batch(h: rec.BatchHeader, name: str) -> None:
+    count = h.records_count
+    if count <= 0:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Invalid reported count for record batch: {count} in topic partition {name}.")
+    if h.last_offset_delta + 1 != count:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Inconsistent batch offset range [{h.base_offset}, {h.last_offset}] and count of records "
+                         f"{count} in topic partition {name}.")
+    if h.attributes & rec.CONTROL_FLAG:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Clients are not allowed to write control records in topic partition {name}.")
+    if h.producer_id >= 0 and h.base_sequence < 0:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Invalid sequence number {h.base_sequence} in record batch with producerId "
+                         f"{h.producer_id} in topic partition {name}.")
+
+
+def _validate_timestamps(h: rec.BatchHeader, now_ms: int, config: LogConfig, name: str) -> None:
+    """Batch-level approximation of Kafka's per-record timestamp check: the max
+    timestamp against ``message.timestamp.after.max.ms`` and the base (first)
+    timestamp against ``message.timestamp.before.max.ms``."""
+    if h.attributes & rec.TIMESTAMP_TYPE_MASK:
+        return
+    if h.max_timestamp >= 0 and h.max_timestamp - now_ms > config.message_timestamp_after_max_ms:
+        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                         f"Timestamp {h.max_timestamp} of message is out of range for {name}: more than "
+                         f"{config.message_timestamp_after_max_ms} ms after the broker's time {now_ms}")
+    if h.base_timestamp >= 0 and now_ms - h.base_timestamp > config.message_timestamp_before_max_ms:
+        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                         f"Timestamp {h.base_timestamp} of message is out of range for {name}: more than "
+                         f"{config.message_timestamp_before_max_ms} ms before the broker's time {now_ms}")
+
+
+def _recompress(buf: bytearray, batches, config: LogConfig):
+    """Re-encode batches whose codec differs from the topic's ``compression.type`` (slow path)."""
+    target = COMPRESSION_CODECS[config.compression_type]
+    if all(h.compression == target or h.is_control for _, h in batches):
+        return buf, batches
+    level = {1: config.compression_gzip_level, 3: config.compression_lz4_level,
+             4: config.compression_zstd_level}.get(target)
+    out = bytearray()
+    for pos, h in batches:
+        raw = bytes(buf[pos:pos + h.size])
+        if h.compression == target or h.is_control:
+            out += raw
+            continue
+        header, records = rec.decode_batch(raw)
+        out += rec.build_batch(records, base_offset=header.base_offset, producer_id=header.producer_id,
+                               producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
+                               is_transactional=header.is_transactional, compression=target,
+                               timestamp_type=header.timestamp_type,
+                               partition_leader_epoch=header.partition_leader_epoch,
+                               last_offset_delta=header.last_offset_delta,
+                               base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
+                               compression_level=None if target == 3 else level)
+    return out, rec.validate_batches(out)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

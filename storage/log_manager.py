@@ -1,0 +1,421 @@
+"""All partition logs of the broker, across ``log.dirs`` (Kafka's ``LogManager``).
+
+Per log dir: ``meta.properties`` (version, node.id, cluster.id, directory.id),
+``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+``replication-offset-checkpoint``, ``.kafka_cleanshutdown`` (written by
+:meth:`LogManager.close`, removed after the next load), and one
+``<topic>-<partition>`` directory per partition.
+
+Topic metadata (id, partition count, config overrides) is what Kafka keeps in
+its KRaft metadata log; we keep it in ``minikafka-topics.json`` in the first
+log dir (our analogue of ``metadata.log.dir``), written atomically.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from typing import Iterator, Mapping, NamedTuple
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
+                                REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, atomic_write,
+                                has_clean_shutdown, random_kafka_uuid, read_partition_metadata,
+                                read_properties, remove_clean_shutdown, uuid_from_base64, uuid_to_base64,
+                                write_clean_shutdown, write_properties)
+from storage.config import ConfigEntry, LogConfig, describe_configs, validate_topic_configs
+from storage.log import UnifiedLog, parse_topic_partition_name
+
+log = logging.getLogger("minikafka.storage")
+
+TOPICS_FILE = "minikafka-topics.json"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+class TopicInfo(NamedTuple):
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str]          # per-topic overrides only
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: INVALID_TOPIC_EXCEPTION if illegal."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, 'Topic name cannot be "." or ".."')
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+                         f"topic name: {name}")
+    if not _LEGAL_TOPIC.match(name):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+                         f"alphanumerics, '.', '_' and '-'")
+
+
+def _unify_collision_chars(name: str) -> str:
+    return name.replace(".", "_")
+
+
+class LogManager:
+    def __init__(self, log_dirs: list[str], default_config: LogConfig, node_id: int = 1):
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.default_config = default_config
+        self.node_id = node_id
+        self.cluster_id: str | None = None
+        self.directory_ids: dict[str, str] = {}
+        self._topics: dict[str, TopicInfo] = {}
+        self._configs: dict[str, LogConfig] = {}
+        self._logs: dict[tuple[str, int], UnifiedLog] = {}
+        self._log_dir_of: dict[tuple[str, int], str] = {}
+        self._loaded = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ load
+    def load(self) -> None:
+        """Create/validate the log dirs and meta.properties, then load and recover every partition."""
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self._load_meta_properties()
+        topics_store = self._read_topics_store()
+        for d in self.log_dirs:
+            has_logs = any(os.path.isdir(os.path.join(d, e)) for e in os.listdir(d))
+            clean = has_clean_shutdown(d) or not has_logs
+            if not clean:
+                log.info("Log dir %s: no clean shutdown marker; recovering unflushed segments", d)
+            recovery = OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).read()
+            starts = OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).read()
+            for entry in sorted(os.listdir(d)):
+                path = os.path.join(d, entry)
+                if not os.path.isdir(path):
+                    continue
+                if entry.endswith("-delete"):
+                    log.info("Removing partially deleted log directory %s", path)
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                if entry.endswith(("-future", "-stray")):
+                    log.warning("Ignoring log directory %s", path)
+                    continue
+                tp = parse_topic_partition_name(entry)
+                if tp is None:
+                    log.warning("Ignoring directory %s: not a <topic>-<partition> name", path)
+                    continue
+                topic, partition = tp
+                if tp in self._logs:
+                    log.error("Duplicate log directories for %s-%d (%s and %s); ignoring the second",
+                              topic, partition, self._log_dir_of[tp], d)
+                    continue
+                info = topics_store.get(topic)
+                if info is None:
+                    tid = read_partition_metadata(path) or random_kafka_uuid()
+                    log.warning("Adopting log directory %s for a topic missing from %s", path, TOPICS_FILE)
+                    info = TopicInfo(topic, tid, partition + 1, {})
+                    topics_store[topic] = info
+                elif partition >= info.num_partitions:
+                    log.warning("Adopting partition directory %s beyond the topic's %d partitions",
+                                path, info.num_partitions)
+                    info = info._replace(num_partitions=partition + 1)
+                    topics_store[topic] = info
+                config = self._config_for(info.configs)
+                ulog = UnifiedLog(path, topic, partition, config, topic_id=info.topic_id,
+                                  log_start_offset=starts.get(tp, 0), recovery_point=recovery.get(tp, 0),
+                                  had_clean_shutdown=clean)
+                self._register(ulog, d)
+        # topics whose partition directories are missing (e.g. removed by hand): recreate them empty
+        for name, info in topics_store.items():
+            self._topics[name] = info
+            self._configs[name] = self._config_for(info.configs)
+            for p in range(info.num_partitions):
+                if (name, p) not in self._logs:
+                    log.warning("Partition %s-%d has no log directory; creating an empty one", name, p)
+                    self._create_partition_log(info, p)
+        self._write_topics_store()
+        for d in self.log_dirs:
+            remove_clean_shutdown(d)
+        self._loaded = True
+        self.checkpoint()
+
+    def _config_for(self, overrides: Mapping[str, str]) -> LogConfig:
+        try:
+            return self.default_config.with_overrides(overrides)
+        except KafkaError as e:
+            log.warning("Ignoring invalid stored topic configs %s: %s", dict(overrides), e)
+            good = {}
+            for k, v in overrides.items():
+                try:
+                    validate_topic_configs({k: v})
+                    good[k] = v
+                except KafkaError:
+                    pass
+            return self.default_config.with_overrides(good)
+
+    def _load_meta_properties(self) -> None:
+        found: dict[str, dict[str, str]] = {}
+        for d in self.log_dirs:
+            p = os.path.join(d, META_PROPERTIES)
+            if os.path.exists(p):
+                found[d] = read_properties(p)
+        cluster_ids = {props.get("cluster.id") for props in found.values() if props.get("cluster.id")}
+        if len(cluster_ids) > 1:
+            raise RuntimeError(f"Log dirs disagree on cluster.id: {sorted(cluster_ids)}")
+        for d, props in found.items():
+            stored_node = props.get("node.id", props.get("broker.id"))
+            if stored_node is not None and int(stored_node) != self.node_id:
+                raise RuntimeError(f"Stored node id {stored_node} in {os.path.join(d, META_PROPERTIES)} doesn't "
+                                   f"match the configured node id {self.node_id}")
+        self.cluster_id = cluster_ids.pop() if cluster_ids else uuid_to_base64(random_kafka_uuid())
+        for d in self.log_dirs:
+            props = found.get(d, {})
+            dir_id = props.get("directory.id") or uuid_to_base64(random_kafka_uuid())
+            self.directory_ids[d] = dir_id
+            wanted = {"node.id": str(self.node_id), "directory.id": dir_id, "version": "1",
+                      "cluster.id": self.cluster_id}
+            if any(props.get(k) != v for k, v in wanted.items()):
+                write_properties(os.path.join(d, META_PROPERTIES), wanted)
+
+    # ------------------------------------------------------------------ topics store
+    @property
+    def _topics_path(self) -> str:
+        return os.path.join(self.log_dirs[0], TOPICS_FILE)
+
+    def _read_topics_store(self) -> dict[str, TopicInfo]:
+        try:
+            with open(self._topics_path, "r", encoding="utf-8") as f:
+                doc = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (ValueError, OSError) as e:
+            log.error("Cannot read %s (%s); rebuilding topic metadata from the partition directories",
+                      self._topics_path, e)
+            return {}
+        out = {}
+        for name, t in doc.get("topics", {}).items():
+            try:
+                out[name] = TopicInfo(name, uuid_from_base64(t["topic_id"]), int(t["num_partitions"]),
+                                      {str(k): str(v) for k, v in t.get("configs", {}).items()})
+            except (KeyError, ValueError) as e:
+                log.error("Ignoring malformed entry for topic %s in %s: %s", name, self._topics_path, e)
+        return out
+
+    def _write_topics_store(self) -> None:
+        doc = {"version": 1, "topics": {
+            name: {"topic_id": uuid_to_base64(t.topic_id), "num_partitions": t.num_partitions,
+                   "configs": dict(t.configs)}
+            for name, t in sorted(self._topics.items())}}
+        atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+    # ------------------------------------------------------------------ helpers
+    def _register(self, ulog: UnifiedLog, log_dir: str) -> None:
+        tp = (ulog.topic, ulog.partition)
+        self._logs[tp] = ulog
+        self._log_dir_of[tp] = log_dir
+        ulog.on_log_start_offset_change = self._on_log_start_offset_change
+
+    def _on_log_start_offset_change(self, ulog: UnifiedLog) -> None:
+        d = self._log_dir_of.get((ulog.topic, ulog.partition))
+        if d is not None and not self._closed:
+            self._checkpoint_log_start_offsets(d)
+
+    def _next_log_dir(self) -> str:
+        """The log dir holding the fewest partitions (Kafka's ``nextLogDirs``)."""
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._log_dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def _create_partition_log(self, info: TopicInfo, partition: int) -> UnifiedLog:
+        d = self._next_log_dir()
+        path = os.path.join(d, f"{info.name}-{partition}")
+        ulog = UnifiedLog(path, info.name, partition, self._configs[info.name], topic_id=info.topic_id)
+        self._register(ulog, d)
+        return ulog
+
+    def _require_topic(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic-partition.")
+        return info
+
+    # ------------------------------------------------------------------ topic admin
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def topic_config(self, name: str) -> LogConfig:
+        self._require_topic(name)
+        return self._configs[name]
+
+    def describe_topic_configs(self, name: str, names: list[str] | None = None,
+                               include_synonyms: bool = False) -> list[ConfigEntry]:
+        return describe_configs(self.topic_config(name), names, include_synonyms)
+
+    def create_topic(self, name: str, num_partitions: int, configs: Mapping[str, str] | None = None, *,
+                     validate_only: bool = False, topic_id: uuid.UUID | None = None) -> TopicInfo:
+        validate_topic_name(name)
+        if name in self._topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        unified = _unify_collision_chars(name)
+        for existing in self._topics:
+            if _unify_collision_chars(existing) == unified:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {existing}")
+        if num_partitions is None or num_partitions < 1:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             "Number of partitions was set to an invalid non-positive value.")
+        configs = {k: str(v) for k, v in (configs or {}).items()}
+        config = self.default_config.with_overrides(configs)  # INVALID_CONFIG
+        info = TopicInfo(name, topic_id or random_kafka_uuid(), num_partitions, configs)
+        if validate_only:
+            return info
+        self._topics[name] = info
+        self._configs[name] = config
+        try:
+            for p in range(num_partitions):
+                self._create_partition_log(info, p)
+        except OSError as e:
+            for p in range(num_partitions):
+                ulog = self._logs.pop((name, p), None)
+                self._log_dir_of.pop((name, p), None)
+                if ulog is not None:
+                    ulog.delete()
+            del self._topics[name]
+            del self._configs[name]
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Cannot create logs for topic {name}: {e}") from e
+        self._write_topics_store()
+        log.info("Created topic %s with %d partitions (id %s)", name, num_partitions, uuid_to_base64(info.topic_id))
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        """Delete the topic and its logs. Crash-safe like Kafka: partition directories are first
+        renamed to ``<topic>-<partition>.<id>-delete`` (removed on the next load if a crash
+        interrupts), then the topic leaves the metadata store, then the files go."""
+        info = self._require_topic(name)
+        doomed = []
+        for p in range(info.num_partitions):
+            ulog = self._logs.pop((name, p), None)
+            self._log_dir_of.pop((name, p), None)
+            if ulog is None:
+                continue
+            ulog.close()
+            target = f"{ulog.dir}.{uuid.uuid4().hex}-delete"
+            try:
+                os.rename(ulog.dir, target)
+                doomed.append(target)
+            except OSError as e:
+                log.error("Cannot rename %s for deletion: %s", ulog.dir, e)
+                doomed.append(ulog.dir)
+        del self._topics[name]
+        del self._configs[name]
+        self._write_topics_store()
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
+        self.checkpoint()
+        log.info("Deleted topic %s", name)
+
+    def add_partitions(self, name: str, new_total: int, *, validate_only: bool = False) -> TopicInfo:
+        info = self._require_topic(name)
+        if new_total is None or new_total <= info.num_partitions:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             f"Topic currently has {info.num_partitions} partitions, which is higher than or "
+                             f"equal to the requested {new_total}.")
+        new_info = info._replace(num_partitions=new_total)
+        if validate_only:
+            return new_info
+        for p in range(info.num_partitions, new_total):
+            self._create_partition_log(new_info, p)
+        self._topics[name] = new_info
+        self._write_topics_store()
+        return new_info
+
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str], *, validate_only: bool = False) -> TopicInfo:
+        """Replace the topic's whole override set (AlterConfigs semantics; IncrementalAlterConfigs
+        callers merge SET/DELETE/APPEND/SUBTRACT into the full set first)."""
+        info = self._require_topic(name)
+        configs = {k: str(v) for k, v in configs.items()}
+        config = self.default_config.with_overrides(configs)  # INVALID_CONFIG
+        new_info = info._replace(configs=configs)
+        if validate_only:
+            return new_info
+        self._topics[name] = new_info
+        self._configs[name] = config
+        for p in range(info.num_partitions):
+            ulog = self._logs.get((name, p))
+            if ulog is not None:
+                ulog.config = config
+                for seg in ulog.segments:
+                    seg.index_interval_bytes = config.index_interval_bytes
+        self._write_topics_store()
+        return new_info
+
+    # ------------------------------------------------------------------ logs
+    def get_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> Iterator[UnifiedLog]:
+        return iter(list(self._logs.values()))
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._log_dir_of.get((topic, partition))
+
+    def cleanup(self, now_ms: int | None = None) -> int:
+        """Retention for every log; returns the number of segments deleted."""
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        total = 0
+        for ulog in list(self._logs.values()):
+            try:
+                total += ulog.delete_old_segments(now_ms)
+            except OSError as e:
+                log.error("Retention failed for %s: %s", ulog.name, e)
+        return total
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
+        """``producer.id.expiration.ms`` housekeeping for every log (producer state is a stub for now)."""
+        for ulog in list(self._logs.values()):
+            ulog.producer_state.remove_expired_producers(now_ms, expiration_ms)
+
+    def flush_all(self) -> None:
+        for ulog in list(self._logs.values()):
+            ulog.flush()
+
+    def checkpoint(self) -> None:
+        """Write the recovery point, log start offset and high watermark checkpoints of every log dir."""
+        for d in self.log_dirs:
+            logs = self._logs_in(d)
+            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(
+                {(l.topic, l.partition): l.recovery_point for l in logs})
+            OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT)).write(
+                {(l.topic, l.partition): l.high_watermark for l in logs})
+            self._checkpoint_log_start_offsets(d, logs)
+
+    def _logs_in(self, d: str) -> list[UnifiedLog]:
+        return [self._logs[tp] for tp, ld in self._log_dir_of.items() if ld == d and tp in self._logs]
+
+    def _checkpoint_log_start_offsets(self, d: str, logs: list[UnifiedLog] | None = None) -> None:
+        if logs is None:
+            logs = self._logs_in(d)
+        # like Kafka, only logs whose start offset is above their first segment's base offset
+        OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
+            {(l.topic, l.partition): l.log_start_offset for l in logs
+             if l.log_start_offset > l.segments[0].base_offset})
+
+    def close(self) -> None:
+        """Flush everything, write checkpoints, close the logs, then mark a clean shutdown."""
+        if self._closed:
+            return
+        self.flush_all()
+        self.checkpoint()
+        for ulog in self._logs.values():
+            ulog.close()
+        self._closed = True
+        for d in self.log_dirs:
+            write_clean_shutdown(d)

@@ -1,0 +1,554 @@
+"""One log segment: ``<base>.log`` + ``<base>.index`` + ``<base>.timeindex`` (Kafka's ``LogSegment``).
+
+The ``.log`` file holds v2 record batches back to back, exactly as on the
+wire, with offsets assigned. Appends are one ``os.write`` on an unbuffered
+``O_APPEND`` fd (the data is in the page cache, hence safe from a process
+kill, when ``append`` returns); reads are ``os.pread``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import time
+from typing import Iterator, NamedTuple
+
+from protocol import records as rec
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records import BatchHeader
+from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+
+log = logging.getLogger("minikafka.storage")
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+INT32_MAX = 2147483647
+_OFFSET_LENGTH = struct.Struct(">qi")
+_HEADER_SIZE = rec.HEADER_SIZE
+_unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
+_make_header = BatchHeader._make
+_crc32c = rec.crc32c
+
+# read granularity when scanning a file batch by batch
+_SCAN_CHUNK = 1 << 20
+
+
+def filename_prefix(offset: int) -> str:
+    """Kafka's 20-digit zero-padded file name for a base offset."""
+    return f"{offset:020d}"
+
+
+def segment_paths(dir_path: str, base_offset: int) -> tuple[str, str, str]:
+    p = os.path.join(dir_path, filename_prefix(base_offset))
+    return p + LOG_SUFFIX, p + INDEX_SUFFIX, p + TIME_INDEX_SUFFIX
+
+
+class BatchPosition(NamedTuple):
+    """Where a batch sits in a segment file."""
+    position: int
+    header: BatchHeader
+
+
+class InvalidBatch(Exception):
+    """Raised internally by the recovery scan."""
+
+
+class LogSegment:
+    """A segment of a partition log. Not thread-safe (except :meth:`flush`)."""
+
+    def __init__(self, dir_path: str, base_offset: int, *, index_interval_bytes: int = 4096,
+                 max_index_entries: int = 1310720, max_time_index_entries: int = 873813,
+                 create: bool = False):
+        self.dir = dir_path
+        self.base_offset = base_offset
+        self.log_path, index_path, time_index_path = segment_paths(dir_path, base_offset)
+        self.index_interval_bytes = index_interval_bytes
+        self.offset_index = OffsetIndex(index_path, base_offset, max_index_entries)
+        self.time_index = TimeIndex(time_index_path, base_offset, max_time_index_entries)
+        self._fd: int | None = None           # read/append fd, open while the segment is active
+        self.size = 0
+        self.bytes_since_last_index_entry = 0
+        self.max_timestamp_so_far = -1
+        self.offset_of_max_timestamp_so_far = base_offset
+        self._rolling_based_timestamp: int | None = None  # first batch's max timestamp
+        self.created_ms = int(time.time() * 1000)
+        self._next_offset: int | None = None  # cached next offset after the last batch
+        # (next_offset, position) of the end of the last read, to skip the index for sequential readers
+        self._read_hint: tuple[int, int] | None = None
+        if create:
+            if os.path.exists(self.log_path) and os.path.getsize(self.log_path) > 0:
+                log.warning("Replacing stale segment file %s while creating a new segment", self.log_path)
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+            self._fd = os.open(self.log_path, flags, 0o644)
+            for p in (self.offset_index.path, self.time_index.path):
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        else:
+            self.size = os.path.getsize(self.log_path)
+
+    # ------------------------------------------------------------------ fds
+    def open_for_append(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _read_fd(self) -> tuple[int, bool]:
+        """An fd to pread from, and whether the caller must close it."""
+        if self._fd is not None:
+            return self._fd, False
+        return os.open(self.log_path, os.O_RDONLY), True
+
+    def pread(self, size: int, position: int) -> bytes:
+        if size <= 0:
+            return b""
+        fd, owned = self._read_fd()
+        try:
+            return os.pread(fd, size, position)
+        finally:
+            if owned:
+                os.close(fd)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def next_offset(self) -> int:
+        """Offset after the last batch (base offset if empty). Reads the tail batch if not cached."""
+        if self._next_offset is None:
+            last = self.last_batch()
+            self._next_offset = last.header.next_offset if last else self.base_offset
+        return self._next_offset
+
+    def last_batch(self) -> BatchPosition | None:
+        """The last batch in the file, found from the last index entry."""
+        _, pos = self.offset_index.last_entry()
+        last = None
+        for bp in self.iter_batches(pos):
+            last = bp
+        if last is None and pos > 0:
+            for bp in self.iter_batches(0):
+                last = bp
+        return last
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Max timestamp in the segment, or the file's mtime if none (Kafka's ``largestTimestamp``)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        try:
+            return int(os.path.getmtime(self.log_path) * 1000)
+        except OSError:
+            return 0
+
+    @property
+    def rolling_based_timestamp(self) -> int | None:
+        """Max timestamp of the first batch (Kafka rolls on segment.ms measured from it)."""
+        if self._rolling_based_timestamp is None and self.size >= _HEADER_SIZE:
+            data = self.pread(_HEADER_SIZE, 0)
+            if len(data) == _HEADER_SIZE:
+                self._rolling_based_timestamp = _make_header(_unpack_header(data, 0)).max_timestamp
+        return self._rolling_based_timestamp
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        ts = self.rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now_ms - self.created_ms
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    # ------------------------------------------------------------------ append
+    def append(self, buf, batches: list[tuple[int, int, int, int]]) -> None:
+        """Append ``buf`` (whole batches, offsets already assigned) with one write.
+
+        ``batches`` lists ``(position_in_buf, size, last_offset, max_timestamp)``
+        for each batch so the indexes are updated without re-parsing.
+        """
+        if not buf:
+            return
+        if self._fd is None:
+            self.open_for_append()
+        physical = self.size
+        if physical == 0 and batches:
+            self._rolling_based_timestamp = batches[0][3]
+        view = memoryview(buf)
+        written = 0
+        try:
+            while written < len(view):
+                written += os.write(self._fd, view[written:])
+        except OSError as e:
+            # undo a partial write so the file keeps whole batches only
+            try:
+                os.ftruncate(self._fd, physical)
+            except OSError:
+                pass
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error appending to {self.log_path}: {e}") from e
+        interval = self.index_interval_bytes
+        for bpos, size, last_offset, max_ts in batches:
+            if max_ts > self.max_timestamp_so_far:
+                self.max_timestamp_so_far = max_ts
+                self.offset_of_max_timestamp_so_far = last_offset
+            if self.bytes_since_last_index_entry > interval:
+                self.offset_index.append(last_offset, physical + bpos)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += size
+        self.size = physical + len(view)
+        if batches:
+            self._next_offset = batches[-1][2] + 1
+
+    # ------------------------------------------------------------------ scanning
+    def iter_batches(self, start: int = 0, end: int | None = None,
+                     chunk: int = 64 * 1024) -> Iterator[BatchPosition]:
+        """Yield the complete batches from ``start`` (a batch boundary), headers only, no CRC check.
+
+        Stops at the file end, at a partial batch, or at an implausible length.
+        """
+        if end is None:
+            end = self.size
+        fd, owned = self._read_fd()
+        try:
+            pos = start
+            buf = b""
+            buf_start = start
+            while end - pos >= _HEADER_SIZE:
+                off = pos - buf_start
+                if len(buf) - off < _HEADER_SIZE:
+                    buf = os.pread(fd, min(chunk, end - pos), pos)
+                    buf_start, off = pos, 0
+                    if len(buf) < _HEADER_SIZE:
+                        return
+                header = _make_header(_unpack_header(buf, off))
+                size = header.batch_length + 12
+                if header.batch_length < rec.MIN_BATCH_LENGTH or pos + size > end:
+                    return
+                yield BatchPosition(pos, header)
+                pos += size
+        finally:
+            if owned:
+                os.close(fd)
+
+    def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
+        """The first batch whose last offset >= ``offset`` (Kafka's ``translateOffset``), or None."""
+        _, pos = self.offset_index.lookup(offset)
+        hint = self._read_hint
+        if hint is not None and hint[0] <= offset and hint[1] > pos:
+            pos = hint[1]  # a previous read ended past the index entry, at a batch boundary <= offset
+        pos = max(pos, starting_position)
+        for bp in self.iter_batches(pos, chunk=4096):
+            if bp.header.base_offset + bp.header.last_offset_delta >= offset:
+                return bp
+        return None
+
+    # ------------------------------------------------------------------ read
+    def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
+             min_one: bool = False) -> tuple[bytes, int, bool] | None:
+        """Read whole batches starting with the batch containing ``start_offset``.
+
+        Stops before a batch whose base offset >= ``max_offset``, and after at
+        most ``max_size`` bytes, except that with ``min_one`` the first batch is
+        returned whole even if larger. Returns ``(data, next_offset, at_end)``:
+        ``at_end`` is true when the data runs to the end of the segment (so a
+        caller with budget left may continue in the next segment); data may be
+        b"" if the first batch is too large and not ``min_one``. Returns None
+        if no batch in this segment has an offset >= ``start_offset``.
+        """
+        first = self.translate_offset(start_offset)
+        if first is None:
+            return None
+        h = first.header
+        if max_offset is not None and h.base_offset >= max_offset:
+            return b"", start_offset, False
+        first_size = h.batch_length + 12
+        limit = max(max_size, first_size) if min_one else max_size
+        if limit < first_size:
+            return b"", start_offset, False
+        want = min(limit, self.size - first.position)
+        data = self.pread(want, first.position)
+        # trim to whole batches and to max_offset (one unpack per batch, in memory)
+        unpack = _OFFSET_LENGTH.unpack_from
+        n = len(data)
+        pos = 0
+        next_offset = start_offset
+        last_header_pos = 0
+        while n - pos >= 12:
+            base, length = unpack(data, pos)
+            if max_offset is not None and base >= max_offset:
+                break
+            size = length + 12
+            if pos + size > n or length < rec.MIN_BATCH_LENGTH:
+                break
+            last_header_pos = pos
+            pos += size
+        if pos:
+            lh = _make_header(_unpack_header(data, last_header_pos))
+            next_offset = lh.base_offset + lh.last_offset_delta + 1
+        at_end = first.position + pos >= self.size
+        if pos != n:
+            data = data[:pos]
+        self._read_hint = (next_offset, first.position + pos)
+        return data, next_offset, at_end
+
+    # ------------------------------------------------------------------ timestamps
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``: ``(offset, ts)``.
+
+        Kafka's ``LogSegment.findOffsetByTimestamp``: the time index gives a
+        lower bound, the offset index a position, then batches are scanned by
+        header and only a batch whose max timestamp reaches the target is decoded.
+        """
+        _, ts_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(ts_offset, starting_offset))
+        for bp in self.iter_batches(position):
+            h = bp.header
+            if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
+                data = self.pread(h.batch_length + 12, bp.position)
+                _, records = rec.decode_batch(data)
+                for r in records:
+                    if r.timestamp >= timestamp and r.offset >= starting_offset:
+                        return r.offset, r.timestamp
+        return None
+
+    def find_max_timestamp_offset(self) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp."""
+        if self.max_timestamp_so_far < 0:
+            return None
+        return self.find_first_record_with_timestamp(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+
+    def find_first_record_with_timestamp(self, timestamp: int, batch_offset: int) -> tuple[int, int] | None:
+        bp = self.translate_offset(batch_offset)
+        if bp is None:
+            return None
+        h = bp.header
+        data = self.pread(h.batch_length + 12, bp.position)
+        _, records = rec.decode_batch(data)
+        for r in records:
+            if r.timestamp == timestamp:
+                return r.timestamp, r.offset
+        # e.g. LogAppendTime or no record decodes to it: fall back to the batch's last offset
+        return timestamp, h.base_offset + h.last_offset_delta
+
+    # ------------------------------------------------------------------ recovery
+    def load_indexes(self) -> None:
+        """Load both index files from disk; raise CorruptIndexError if either is missing or bad."""
+        self.offset_index.load(self.size)
+        self.time_index.load()
+        ts, off = self.time_index.last_entry()
+        if off < self.base_offset:
+            raise CorruptIndexError(f"Time index {self.time_index.path} has an offset below the base offset")
+        self.max_timestamp_so_far = ts
+        self.offset_of_max_timestamp_so_far = off
+
+    def recover(self, from_last_index_entry: bool = False) -> int:
+        """Validate the log file batch by batch, truncate at the first invalid batch and
+        rebuild the indexes for the scanned part (Kafka's ``LogSegment.recover``).
+
+        With ``from_last_index_entry`` (indexes already loaded and sane), the
+        scan starts at the last offset index entry instead of position 0.
+        Returns the number of bytes truncated; logs a WARNING naming the file,
+        the byte position and the bytes dropped when it truncates.
+        """
+        start = 0
+        index_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        max_ts, max_ts_off = -1, self.base_offset
+        prev_next = self.base_offset
+        if from_last_index_entry and self.offset_index.entries:
+            last_off, start = self.offset_index.last_entry()
+            # keep the time index up to the batch at `start` (its last offset is last_off)
+            self.time_index.truncate_to(last_off + 1)
+            max_ts, max_ts_off = self.time_index.last_entry()
+            if max_ts < 0:
+                max_ts_off = self.base_offset
+            prev_next = None  # the batch at `start` may begin anywhere <= last_off
+            keep_index = True
+        else:
+            keep_index = False
+        bytes_since = 0
+        valid = start
+        file_size = os.path.getsize(self.log_path)
+        reason = None
+        fd = os.open(self.log_path, os.O_RDONLY)
+        try:
+            buf = b""
+            buf_start = start
+            pos = start
+            while pos < file_size:
+                off = pos - buf_start
+                if len(buf) - off < _HEADER_SIZE:
+                    buf = os.pread(fd, min(_SCAN_CHUNK, file_size - pos), pos)
+                    buf_start, off = pos, 0
+                if len(buf) - off < _HEADER_SIZE:
+                    reason = f"truncated batch header ({len(buf) - off} bytes)"
+                    break
+                h = _make_header(_unpack_header(buf, off))
+                size = h.batch_length + 12
+                if h.magic != rec.MAGIC:
+                    reason = f"invalid magic {h.magic}"
+                    break
+                if h.batch_length < rec.MIN_BATCH_LENGTH:
+                    reason = f"invalid batch length {h.batch_length}"
+                    break
+                if pos + size > file_size:
+                    reason = f"torn batch (declares {size} bytes, {file_size - pos} present)"
+                    break
+                if len(buf) - off < size:
+                    buf = os.pread(fd, max(size, min(_SCAN_CHUNK, file_size - pos)), pos)
+                    buf_start, off = pos, 0
+                    if len(buf) < size:
+                        reason = "short read"
+                        break
+                crc = _crc32c(memoryview(buf)[off + 21: off + size])
+                if crc != h.crc:
+                    reason = f"CRC mismatch (stored {h.crc}, computed {crc})"
+                    break
+                last = h.base_offset + h.last_offset_delta
+                if h.last_offset_delta < 0 or h.records_count < 0:
+                    reason = "invalid offset delta or record count"
+                    break
+                if (prev_next is not None and h.base_offset < prev_next) or h.base_offset < self.base_offset:
+                    reason = f"non-monotonic base offset {h.base_offset}"
+                    break
+                if not self.can_convert_to_relative_offset(last):
+                    reason = f"offset {last} overflows the segment index"
+                    break
+                if h.max_timestamp > max_ts:
+                    max_ts, max_ts_off = h.max_timestamp, last
+                if bytes_since > self.index_interval_bytes:
+                    index_entries.append((last, pos))
+                    time_entries.append((max_ts, max_ts_off))
+                    bytes_since = 0
+                bytes_since += size
+                prev_next = last + 1
+                pos += size
+                valid = pos
+        finally:
+            os.close(fd)
+        if keep_index and valid == start and file_size > start:
+            # the batch the last index entry points at is itself bad: start over from position 0
+            return self.recover(from_last_index_entry=False)
+        truncated = file_size - valid
+        if truncated > 0:
+            log.warning("Found invalid data in log segment %s at byte position %d: %s; truncating %d bytes "
+                        "(file size %d -> %d)", self.log_path, valid, reason, truncated, file_size, valid)
+            with open(self.log_path, "r+b", buffering=0) as f:
+                f.truncate(valid)
+                os.fsync(f.fileno())
+        self.size = valid
+        # rebuild indexes
+        if keep_index:
+            for off_, p in index_entries:
+                self.offset_index.append(off_, p)
+            for t, o in time_entries:
+                self.time_index.maybe_append(t, o)
+        else:
+            self.offset_index.write_all(index_entries)
+            tes = []
+            for t, o in time_entries:
+                if not tes or t > tes[-1][0]:
+                    tes.append((t, o))
+            self.time_index.write_all(tes)
+        # like Kafka, the segment's max timestamp is always the last time index entry
+        if max_ts >= 0:
+            self.time_index.maybe_append(max_ts, max_ts_off)
+        self.max_timestamp_so_far = max_ts
+        self.offset_of_max_timestamp_so_far = max_ts_off
+        self.bytes_since_last_index_entry = bytes_since
+        self._next_offset = prev_next if prev_next is not None else None
+        if valid == 0:
+            self._next_offset = self.base_offset
+        self._rolling_based_timestamp = None
+        self._read_hint = None
+        return truncated
+
+    def bytes_since_last_index(self) -> int:
+        _, pos = self.offset_index.last_entry()
+        return self.size - pos if self.offset_index.entries else self.size
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_become_inactive(self) -> None:
+        """On roll: record the segment's max timestamp in the time index and close the write fd."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        self.offset_index.close()
+        self.time_index.close()
+        self._close_fd()
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches with base offset >= ``offset``. Returns bytes removed."""
+        bp = self.translate_offset(offset)
+        if bp is None:
+            return 0
+        position = bp.position  # like Kafka, the whole batch containing `offset` goes
+        if position >= self.size:
+            return 0
+        removed = self.size - position
+        with open(self.log_path, "r+b", buffering=0) as f:
+            f.truncate(position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to(offset)
+        self._next_offset = None
+        self._read_hint = None
+        # recompute the running max timestamp from what is left
+        self.recover(from_last_index_entry=self.offset_index.entries > 0)
+        return removed
+
+    def flush(self) -> None:
+        """fsync the log and index files (safe to call from another thread)."""
+        fd = self._fd
+        synced = False
+        if fd is not None:
+            try:
+                os.fsync(fd)
+                synced = True
+            except OSError:
+                pass  # closed concurrently (segment rolled): sync through the path below
+        if not synced:
+            try:
+                f = os.open(self.log_path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            try:
+                os.fsync(f)
+            finally:
+                os.close(f)
+        for idx in (self.offset_index, self.time_index):
+            try:
+                idx.flush()
+            except OSError:
+                pass
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            finally:
+                self._fd = None
+
+    def close(self) -> None:
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        self._close_fd()
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        """Delete all files of this segment."""
+        self._close_fd()
+        self.offset_index.delete()
+        self.time_index.delete()
+        prefix = os.path.join(self.dir, filename_prefix(self.base_offset))
+        for suffix in (LOG_SUFFIX, TXN_INDEX_SUFFIX):
+            try:
+                os.unlink(prefix + suffix)
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return (f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
+                f"largestRecordTimestamp={self.max_timestamp_so_far})")

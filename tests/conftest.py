@@ -1,0 +1,105 @@
+"""Shared fixtures: broker subprocesses, topic names, the Java client tool.
+
+* ``broker``          module scope: one fresh broker (temp data dir) per test module.
+* ``broker_factory``  function scope: ``broker_factory(overrides=..., start=True)``
+                      makes BrokerProcess objects; all are cleaned up at teardown.
+* ``unique_topic``    ``unique_topic("prefix")`` -> a fresh legal topic name.
+* ``java_client``     session scope: ClientTool compiled against kafka-clients
+                      4.1.0 from $MINIKAFKA_EXT (skips if jars or JDK missing).
+
+When a test fails, the tail of the log of every broker it used is attached to
+the report (section "broker log").
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import BrokerProcess, JavaClient, unique_name  # noqa: E402
+
+_BROKERS_KEY = pytest.StashKey[list]()
+
+
+def _remember(request: pytest.FixtureRequest, b: BrokerProcess) -> None:
+    node = request.node
+    if isinstance(node, pytest.Item):
+        node.stash.setdefault(_BROKERS_KEY, []).append(b)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    """One broker for the whole module, fresh data dir."""
+    data = tmp_path_factory.mktemp("broker") / "data"
+    b = BrokerProcess(data, name="module-broker")
+    try:
+        b.start()
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture(autouse=True)
+def _track_module_broker(request: pytest.FixtureRequest):
+    # Attach the module broker (if the test uses it) to the test item so a
+    # failure report can quote its log.
+    if "broker" in request.fixturenames:
+        _remember(request, request.getfixturevalue("broker"))
+    yield
+
+
+@pytest.fixture
+def broker_factory(request: pytest.FixtureRequest, tmp_path: Path):
+    """``make(overrides=None, env=None, port=None, start=True, name=None)``."""
+    made: list[BrokerProcess] = []
+
+    def make(overrides: dict | None = None, env: dict | None = None, port: int | None = None,
+             start: bool = True, name: str | None = None) -> BrokerProcess:
+        name = name or f"broker{len(made)}"
+        b = BrokerProcess(tmp_path / name / "data", port=port, overrides=overrides, env=env,
+                          name=name)
+        made.append(b)
+        _remember(request, b)
+        if start:
+            b.start()
+        return b
+
+    try:
+        yield make
+    finally:
+        for b in made:
+            b.close()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest):
+    """``unique_topic(prefix=None)`` -> a new topic name based on the test name."""
+    base = request.node.name
+
+    def make(prefix: str | None = None) -> str:
+        return unique_name(prefix or base)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
+    client = JavaClient.build(tmp_path_factory.mktemp("java-classes"))
+    if isinstance(client, str):
+        pytest.skip(f"Java client unavailable: {client}")
+    return client
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and call.when in ("setup", "call", "teardown"):
+        for b in item.stash.get(_BROKERS_KEY, []):
+            try:
+                report.sections.append((f"broker log: {b.name} ({b.log_path})", b.log_tail(80)))
+            except Exception as exc:  # never break reporting
+                report.sections.append((f"broker log: {b.name}", f"<unreadable: {exc}>"))

@@ -1,0 +1,822 @@
+"""Integration-test harness: run the broker as a subprocess and drive it.
+
+Everything here waits on *conditions* with deadlines (``wait_until``); nothing
+sleeps as a way of synchronising with the broker.
+
+    with BrokerProcess(tmp_path / "data") as b:      # started, ready
+        produce(b.bootstrap, ...)
+        b.kill()                                      # SIGKILL, like a crash
+        b.start()                                     # same port, same data
+
+The broker prints exactly one line ``listening on PLAINTEXT://127.0.0.1:<port>``
+to stdout once it accepts connections; stdout and stderr both go to a log file
+next to the data dir (``<data_dir>.log``), which failing tests quote.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+READY_RE = re.compile(r"listening on PLAINTEXT://127\.0\.0\.1:(\d+)")
+
+# Java client support ---------------------------------------------------------
+JAVA_SRC_DIR = Path(__file__).resolve().parent / "java"
+KAFKA_CLIENTS_VERSION = "4.1.0"
+
+
+class BrokerError(AssertionError):
+    """The broker misbehaved (did not start, did not stop, died)."""
+
+
+# --------------------------------------------------------------------------
+# small utilities
+# --------------------------------------------------------------------------
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05,
+               message: str | Callable[[], str] | None = None) -> Any:
+    """Poll ``predicate`` until it returns something truthy; return that value.
+
+    Raises ``TimeoutError`` (an ``OSError``, so callers may catch it) after
+    ``timeout`` seconds.  ``message`` may be a callable, evaluated lazily so it
+    can include fresh state such as a broker log tail.  Exceptions raised by
+    the predicate propagate.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            raise TimeoutError(f"condition not met within {timeout:.1f}s"
+                               + (f": {text}" if text else ""))
+        time.sleep(interval)
+
+
+def unique_name(prefix: str = "t") -> str:
+    """A topic name that is unique and legal in Kafka ([a-zA-Z0-9._-], <= 249)."""
+    clean = re.sub(r"[^a-zA-Z0-9._-]+", "-", prefix).strip("-")[:180] or "t"
+    return f"{clean}-{uuid.uuid4().hex[:8]}"
+
+
+def tail(text: str, lines: int = 60) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------
+# broker process
+# --------------------------------------------------------------------------
+
+_LIVE: "weakref.WeakSet[BrokerProcess]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftovers() -> None:  # last line of defence against stray brokers
+    for b in list(_LIVE):
+        try:
+            b.close()
+        except Exception:
+            pass
+
+
+class BrokerProcess:
+    """One broker subprocess with its own data dir and a fixed port.
+
+    The port is chosen once (``free_port``) and reused by every ``start`` so
+    that clients and tests can reconnect after ``restart``/``kill``.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike, port: int | None = None,
+                 overrides: Mapping[str, Any] | None = None,
+                 env: Mapping[str, str] | None = None,
+                 python: str | None = None, name: str | None = None):
+        self.data_dir = Path(data_dir).resolve()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.overrides = dict(overrides or {})
+        self.extra_env = dict(env or {})
+        self.python = python or sys.executable
+        self.name = name or self.data_dir.name
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+        self._run_log_offset = 0  # where the current run's output begins
+        self.last_exit: int | None = None
+        _LIVE.add(self)
+
+    # -- properties ---------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def command(self) -> list[str]:
+        cmd = [self.python, "-m", "broker",
+               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+               "--override", f"log.dirs={self.data_dir}"]
+        for k, v in self.overrides.items():
+            if isinstance(v, bool):
+                v = "true" if v else "false"
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+    # -- logs ----------------------------------------------------------------
+    def log_text(self, current_run_only: bool = False) -> str:
+        """Everything the broker wrote (all runs, or only the current one)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                if current_run_only:
+                    f.seek(self._run_log_offset)
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 60) -> str:
+        return tail(self.log_text(), lines)
+
+    def describe(self, lines: int = 60) -> str:
+        """A block for assertion messages: state plus the log tail."""
+        state = ("running" if self.running else f"not running (last exit {self.last_exit})")
+        return (f"\n--- broker {self.name} on {self.bootstrap}, {state}, log {self.log_path}"
+                f" (last {lines} lines) ---\n{self.log_tail(lines)}\n--- end of broker log ---")
+
+    def _mark(self, text: str) -> None:
+        with open(self.log_path, "ab") as f:
+            f.write(f"\n=== harness: {text} at {time.strftime('%H:%M:%S')} ===\n".encode())
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self, timeout: float = 15) -> "BrokerProcess":
+        if self.running:
+            raise BrokerError(f"broker {self.name} already running (pid {self.pid})")
+        self._mark(f"start #{self.starts + 1}: {' '.join(self.command())}")
+        self._run_log_offset = self.log_path.stat().st_size
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.extra_env)
+        logf = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                self.command(), cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
+                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            logf.close()
+        self.starts += 1
+        try:
+            wait_until(self._ready, timeout, interval=0.02,
+                       message=lambda: f"broker {self.name} printed no ready line"
+                                       + self.describe())
+        except BaseException:
+            self._reap()
+            raise
+        return self
+
+    def _ready(self) -> bool:
+        m = READY_RE.search(self.log_text(current_run_only=True))
+        if m:
+            port = int(m.group(1))
+            if port != self.port:
+                raise BrokerError(f"broker listens on {port}, expected {self.port}"
+                                  + self.describe())
+            return True
+        if self.proc.poll() is not None:
+            self.last_exit = self.proc.returncode
+            raise BrokerError(f"broker {self.name} exited with code {self.last_exit}"
+                              f" before it was ready" + self.describe())
+        return False
+
+    def stop(self, timeout: float = 10, expect_code: int | None = 0) -> float:
+        """SIGTERM and wait; returns the seconds it took to exit.
+
+        Raises ``BrokerError`` if it does not exit in ``timeout`` (it is then
+        killed) or exits with a code other than ``expect_code`` (None: any).
+        """
+        if not self.running:
+            raise BrokerError(f"stop(): broker {self.name} is not running"
+                              f" (last exit {self.last_exit})" + self.describe())
+        self._mark("SIGTERM")
+        t0 = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._reap()
+            raise BrokerError(f"broker {self.name} did not exit within {timeout}s of SIGTERM"
+                              + self.describe()) from None
+        elapsed = time.monotonic() - t0
+        self.last_exit = self.proc.returncode
+        self.proc = None
+        if expect_code is not None and self.last_exit != expect_code:
+            raise BrokerError(f"broker {self.name} exited with code {self.last_exit}"
+                              f" after SIGTERM (expected {expect_code})" + self.describe())
+        return elapsed
+
+    def kill(self) -> None:
+        """SIGKILL (a crash) and reap."""
+        if not self.running:
+            raise BrokerError(f"kill(): broker {self.name} is not running" + self.describe())
+        self._mark("SIGKILL")
+        self._reap()
+
+    def restart(self, timeout: float = 15, kill: bool = False) -> "BrokerProcess":
+        """Stop (SIGTERM, or SIGKILL if ``kill``) and start on the same port/data."""
+        if self.running:
+            self.kill() if kill else self.stop()
+        return self.start(timeout)
+
+    def _reap(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait(10)
+        self.last_exit = self.proc.returncode
+        self.proc = None
+
+    def close(self) -> None:
+        """Make sure nothing is left running (used by fixtures, never fails)."""
+        if self.running:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(5)
+            except Exception:
+                pass
+        self._reap()
+
+    def __enter__(self) -> "BrokerProcess":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<BrokerProcess {self.name} {self.bootstrap} pid={self.pid}>"
+
+    # -- data files ----------------------------------------------------------
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.data_dir / f"{topic}-{partition}"
+
+    def active_segment(self, topic: str, partition: int) -> Path:
+        """The ``.log`` file with the highest base offset for a partition."""
+        logs = sorted(self.partition_dir(topic, partition).glob("*.log"))
+        if not logs:
+            raise BrokerError(f"no .log segments in {self.partition_dir(topic, partition)}"
+                              f" (dir has: {sorted(p.name for p in self.data_dir.iterdir())})")
+        return logs[-1]
+
+
+# --------------------------------------------------------------------------
+# deterministic records shared by Python and Java (ClientTool.java mirrors it)
+# --------------------------------------------------------------------------
+# Record i of a run tagged ``tag``:
+#   key       = "k<i % KEY_SPACE>"                    (keys repeat: order per key matters)
+#   value     = "<tag>:<i>:" + "abcdefghijklmnopqrstuvwxyz0123456789"[..] repeated to
+#               length VALUE_BASE + i % VALUE_SPREAD
+#   headers   = [("idx", "<i>"), ("tag", "<tag>"), ("bin", bytes([i % 256, (i*7) % 256, 0, 255]))]
+#   timestamp = ts_base + i
+KEY_SPACE = 997
+VALUE_BASE = 40
+VALUE_SPREAD = 80
+_ALPHABET = b"abcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def record_key(i: int) -> bytes:
+    return b"k%d" % (i % KEY_SPACE)
+
+
+def record_value(tag: str, i: int) -> bytes:
+    head = f"{tag}:{i}:".encode()
+    n = VALUE_BASE + i % VALUE_SPREAD
+    body = (_ALPHABET * (n // len(_ALPHABET) + 1))[: max(0, n - len(head))]
+    return head + body
+
+
+def record_headers(tag: str, i: int) -> list[tuple[str, bytes]]:
+    return [("idx", str(i).encode()), ("tag", tag.encode()),
+            ("bin", bytes([i % 256, (i * 7) % 256, 0, 255]))]
+
+
+def make_record(tag: str, i: int, ts_base: int) -> tuple[bytes, bytes, list[tuple[str, bytes]], int]:
+    return record_key(i), record_value(tag, i), record_headers(tag, i), ts_base + i
+
+
+def record_index(value: bytes, tag: str) -> int:
+    """Recover i from a value produced by ``record_value``."""
+    t, i, _ = value.split(b":", 2)
+    if t.decode() != tag:
+        raise ValueError(f"record from run {t!r}, expected {tag!r}")
+    return int(i)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def verify_records(consumed: Iterable[tuple], tag: str, count: int, ts_base: int,
+                   partitions: int | None = None, context: str = "") -> dict[int, list[int]]:
+    """Check consumed records against the deterministic set ``0..count-1``.
+
+    ``consumed`` yields ``(partition, offset, key, value, headers, timestamp)``
+    with headers as a list of ``(str, bytes)``.  Checks: every record exactly
+    once, byte-exact key/value/headers/timestamp, offsets strictly increasing
+    and per-partition order equal to send order, and each key in one
+    partition.  Returns ``{partition: [i, ...]}``.  ``context`` (e.g. a broker
+    log tail) is appended to failure messages.
+    """
+    per_part: dict[int, list[int]] = {}
+    last_offset: dict[int, int] = {}
+    key_part: dict[bytes, int] = {}
+    seen: set[int] = set()
+    problems: list[str] = []
+
+    def bad(msg: str) -> None:
+        if len(problems) < 20:
+            problems.append(msg)
+
+    n = 0
+    for rec in consumed:
+        p, off, key, value, headers, ts = rec[:6]
+        n += 1
+        if len(rec) > 6 and rec[6] != "CreateTime":
+            bad(f"p{p}@{off}: timestamp type {rec[6]!r}, expected CreateTime")
+        try:
+            i = record_index(value, tag)
+        except Exception as exc:
+            bad(f"p{p}@{off}: unparseable value {value[:60]!r}: {exc}")
+            continue
+        if i in seen:
+            bad(f"p{p}@{off}: duplicate record {i}")
+            continue
+        if not 0 <= i < count:
+            bad(f"p{p}@{off}: record index {i} out of range")
+            continue
+        seen.add(i)
+        ek, ev, eh, ets = make_record(tag, i, ts_base)
+        if key != ek:
+            bad(f"p{p}@{off} record {i}: key {key!r} != {ek!r}")
+        if value != ev:
+            bad(f"p{p}@{off} record {i}: value {value!r} != {ev!r}")
+        headers = [(hk, bytes(hv) if hv is not None else None) for hk, hv in (headers or [])]
+        if headers != eh:
+            bad(f"p{p}@{off} record {i}: headers {headers!r} != {eh!r}")
+        if ts != ets:
+            bad(f"p{p}@{off} record {i}: timestamp {ts} != {ets}")
+        if off <= last_offset.get(p, -1):
+            bad(f"p{p}: offset {off} after {last_offset[p]} (not increasing)")
+        last_offset[p] = off
+        lst = per_part.setdefault(p, [])
+        if lst and i <= lst[-1]:
+            bad(f"p{p}@{off}: record {i} after record {lst[-1]} (per-partition order broken)")
+        lst.append(i)
+        if key_part.setdefault(key, p) != p:
+            bad(f"key {key!r} in partitions {key_part[key]} and {p}")
+    missing = count - len(seen)
+    if missing:
+        miss = sorted(set(range(count)) - seen)
+        bad(f"{missing} of {count} records missing (first: {miss[:10]})")
+    if partitions is not None:
+        bad_parts = [p for p in per_part if not 0 <= p < partitions]
+        if bad_parts:
+            bad(f"records from unexpected partitions {bad_parts}")
+    if problems:
+        raise AssertionError(f"{len(problems)}+ problems in {n} consumed records:\n  "
+                             + "\n  ".join(problems) + context)
+    return per_part
+
+
+# --------------------------------------------------------------------------
+# Java ClientTool
+# --------------------------------------------------------------------------
+
+def ext_dir() -> Path:
+    return Path(os.environ.get("MINIKAFKA_EXT") or (REPO_ROOT.parent / "ext")).resolve()
+
+
+def java_classpath_jars(version: str = KAFKA_CLIENTS_VERSION) -> list[Path] | str:
+    """The jars for kafka-clients ``version``, or a reason string if unusable."""
+    d = ext_dir() / f"kafka-clients-{version}"
+    if not (d / f"kafka-clients-{version}.jar").is_file():
+        return (f"kafka-clients {version} jars not found in {d} (set MINIKAFKA_EXT or run"
+                f" `python tests/java/setup_jars.py --ext {ext_dir()}`)")
+    for tool in ("javac", "java"):
+        if shutil.which(tool) is None:
+            return f"`{tool}` not on PATH (need a JDK 17+)"
+    return sorted(d.glob("*.jar"))
+
+
+class JavaClient:
+    """Compiled ClientTool plus the classpath to run it."""
+
+    def __init__(self, classes_dir: Path, jars: list[Path]):
+        self.classes_dir = classes_dir
+        self.jars = jars
+        self.classpath = os.pathsep.join([str(classes_dir)] + [str(j) for j in jars])
+
+    @classmethod
+    def build(cls, out_dir: Path, version: str = KAFKA_CLIENTS_VERSION) -> "JavaClient | str":
+        jars = java_classpath_jars(version)
+        if isinstance(jars, str):
+            return jars
+        out_dir.mkdir(parents=True, exist_ok=True)
+        srcs = sorted(str(p) for p in JAVA_SRC_DIR.glob("*.java"))
+        proc = subprocess.run(
+            ["javac", "-nowarn", "-encoding", "UTF-8", "-d", str(out_dir), "-cp",
+             os.pathsep.join(str(j) for j in jars)] + srcs,
+            capture_output=True, text=True, timeout=180)
+        if proc.returncode != 0:
+            raise RuntimeError(f"javac failed:\n{proc.stdout}\n{proc.stderr}")
+        return cls(out_dir, jars)
+
+    def command(self, mode: str, *args: str) -> list[str]:
+        # Small heap and a quick-start JIT: we start several JVMs per test run.
+        return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Xshare:auto", "-cp", self.classpath, "ClientTool", mode, *args]
+
+    def run(self, mode: str, *args: str, timeout: float = 120,
+            broker: BrokerProcess | None = None, check: bool = True) -> "JavaResult":
+        cmd = self.command(mode, *[str(a) for a in args])
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(
+                f"ClientTool {mode} timed out after {timeout}s\nstdout tail:\n"
+                f"{tail(_s(exc.stdout), 20)}\nstderr tail:\n{tail(_s(exc.stderr), 40)}"
+                + (broker.describe() if broker else "")) from None
+        res = JavaResult(cmd, proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"ClientTool {mode} exited {proc.returncode}\n{res.explain()}"
+                                 + (broker.describe() if broker else ""))
+        return res
+
+
+def _s(b: bytes | str | None) -> str:
+    if b is None:
+        return ""
+    return b.decode("utf-8", "replace") if isinstance(b, bytes) else b
+
+
+class JavaResult:
+    def __init__(self, cmd: list[str], returncode: int, stdout: str, stderr: str):
+        self.cmd, self.returncode, self.stdout, self.stderr = cmd, returncode, stdout, stderr
+
+    def json_lines(self) -> list[dict]:
+        import json
+        out = []
+        for line in self.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                out.append(json.loads(line))
+        return out
+
+    def summary(self) -> dict:
+        """The last ``{"type": "summary", ...}`` line."""
+        for obj in reversed(self.json_lines()):
+            if obj.get("type") == "summary":
+                return obj
+        raise AssertionError(f"ClientTool printed no summary\n{self.explain()}")
+
+    def explain(self) -> str:
+        return (f"command: {' '.join(self.cmd[-12:])}\nstdout tail:\n{tail(self.stdout, 10)}"
+                f"\nstderr tail:\n{tail(self.stderr, 40)}")
+
+
+# --------------------------------------------------------------------------
+# Python client drivers (one code path per client, same deterministic data)
+# --------------------------------------------------------------------------
+# Consumed records are tuples (partition, offset, key, value, headers, timestamp,
+# timestamp_type) with headers as [(str, bytes)] and timestamp_type one of
+# "CreateTime", "LogAppendTime", or something else for anything unexpected.
+
+PY_CLIENTS = ("kafka-python", "confluent-kafka", "aiokafka")
+CLIENTS = PY_CLIENTS + ("java",)
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+class ProduceResult:
+    def __init__(self, acks: dict[int, tuple[int, int]], errors: list[str], seconds: float):
+        self.acks = acks          # record index -> (partition, offset)
+        self.errors = errors
+        self.seconds = seconds
+
+    def end_offsets(self) -> dict[int, int]:
+        """Per partition: highest acknowledged offset + 1."""
+        out: dict[int, int] = {}
+        for p, o in self.acks.values():
+            out[p] = max(out.get(p, 0), o + 1)
+        return out
+
+    def check(self, count: int, context: str = "") -> None:
+        if self.errors or len(self.acks) != count:
+            raise AssertionError(f"produce: {len(self.acks)}/{count} acknowledged,"
+                                 f" {len(self.errors)} errors; first errors: {self.errors[:5]}"
+                                 + context)
+
+
+def _kp_bootstrap(bootstrap: str) -> dict:
+    return {"bootstrap_servers": bootstrap, "request_timeout_ms": 30000}
+
+
+def create_topic(client: str, bootstrap: str, topic: str, partitions: int,
+                 java: "JavaClient | None" = None, configs: dict | None = None,
+                 broker: BrokerProcess | None = None) -> None:
+    """Create ``topic`` through ``client``'s admin API (aiokafka: its own)."""
+    configs = {k: str(v) for k, v in (configs or {}).items()}
+    if client == "kafka-python":
+        from kafka.admin import KafkaAdminClient
+        admin = KafkaAdminClient(**_kp_bootstrap(bootstrap))
+        try:
+            admin.create_topics({topic: {"num_partitions": partitions, "replication_factor": 1,
+                                         "configs": configs}})
+        finally:
+            admin.close()
+    elif client == "confluent-kafka":
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        futs = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                             replication_factor=1, config=configs)],
+                                   operation_timeout=30, request_timeout=30)
+        futs[topic].result(timeout=60)
+    elif client == "aiokafka":
+        import asyncio
+        from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+        async def run():
+            admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+            await admin.start()
+            try:
+                resp = await admin.create_topics(
+                    [NewTopic(topic, num_partitions=partitions, replication_factor=1,
+                              topic_configs=configs)])
+            finally:
+                await admin.close()
+            for t in resp.topic_errors:
+                if t[1] != 0:
+                    raise AssertionError(f"aiokafka CreateTopics {t[0]}: error {t[1:]}")
+        asyncio.run(run())
+    elif client == "java":
+        assert java is not None, "java client needs the java_client fixture"
+        args = ["--bootstrap", bootstrap, "--topic", topic, "--partitions", partitions]
+        for k, v in configs.items():
+            args += ["--topic-config", f"{k}={v}"]
+        s = java.run("create-topic", *args, broker=broker).summary()
+        assert s["partitions"] == partitions, s
+    else:
+        raise ValueError(client)
+
+
+def produce(client: str, bootstrap: str, topic: str, tag: str, count: int, ts_base: int,
+            compression: str = "none", acks: str = "all", linger_ms: int = 10,
+            start: int = 0, java: "JavaClient | None" = None, extra: dict | None = None,
+            timeout: float = 120, broker: BrokerProcess | None = None) -> ProduceResult:
+    """Send records ``start..start+count-1`` (see ``make_record``); wait for all acks."""
+    extra = dict(extra or {})
+    t0 = time.monotonic()
+    acked: dict[int, tuple[int, int]] = {}
+    errors: list[str] = []
+    idx = range(start, start + count)
+    if client == "kafka-python":
+        from kafka import KafkaProducer
+        cfg = dict(_kp_bootstrap(bootstrap), acks=acks if acks == "all" else int(acks),
+                   enable_idempotence=acks == "all", linger_ms=linger_ms, batch_size=64 * 1024,
+                   compression_type=None if compression == "none" else compression)
+        cfg.update(extra)
+        prod = KafkaProducer(**cfg)
+        try:
+            futs = []
+            for i in idx:
+                k, v, h, ts = make_record(tag, i, ts_base)
+                futs.append((i, prod.send(topic, value=v, key=k, headers=h, timestamp_ms=ts)))
+            prod.flush(timeout=timeout)
+            for i, f in futs:
+                try:
+                    md = f.get(timeout=1)
+                    acked[i] = (md.partition, md.offset)
+                except Exception as exc:
+                    errors.append(f"record {i}: {exc!r}")
+        finally:
+            prod.close(timeout=10)
+    elif client == "confluent-kafka":
+        from confluent_kafka import Producer
+        cfg = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms,
+               "compression.type": compression, "enable.idempotence": acks == "all",
+               "batch.size": 256 * 1024, "message.timeout.ms": int(timeout * 1000)}
+        cfg.update(extra)
+
+        def on_delivery(err, msg):
+            try:
+                i = record_index(msg.value(), tag)
+            except Exception:
+                i = None
+            if err is not None:
+                errors.append(f"record {i}: {err}")
+            else:
+                acked[i] = (msg.partition(), msg.offset())
+
+        prod = Producer(cfg)
+        for n, i in enumerate(idx):
+            k, v, h, ts = make_record(tag, i, ts_base)
+            while True:
+                try:
+                    prod.produce(topic, value=v, key=k, headers=h, timestamp=ts,
+                                 on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    prod.poll(0.05)
+            if n % 500 == 0:
+                prod.poll(0)
+        left = prod.flush(timeout)
+        if left:
+            errors.append(f"{left} messages still queued after flush({timeout})")
+    elif client == "aiokafka":
+        import asyncio
+        from aiokafka import AIOKafkaProducer
+
+        async def run():
+            cfg = dict(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks),
+                       linger_ms=linger_ms, max_batch_size=64 * 1024, request_timeout_ms=30000,
+                       compression_type=None if compression == "none" else compression)
+            cfg.update(extra)
+            prod = AIOKafkaProducer(**cfg)
+            await prod.start()
+            try:
+                futs = []
+                for i in idx:
+                    k, v, h, ts = make_record(tag, i, ts_base)
+                    futs.append(await prod.send(topic, value=v, key=k, headers=h,
+                                                timestamp_ms=ts))
+                results = await asyncio.wait_for(
+                    asyncio.gather(*futs, return_exceptions=True), timeout)
+            finally:
+                await prod.stop()
+            for i, r in zip(idx, results):
+                if isinstance(r, BaseException):
+                    errors.append(f"record {i}: {r!r}")
+                else:
+                    acked[i] = (r.partition, r.offset)
+        asyncio.run(run())
+    elif client == "java":
+        assert java is not None, "java client needs the java_client fixture"
+        args = ["--bootstrap", bootstrap, "--topic", topic, "--tag", tag, "--count", count,
+                "--start", start, "--ts-base", ts_base, "--compression", compression,
+                "--acks", acks, "--linger-ms", linger_ms, "--print-acks", "true"]
+        for k, v in extra.items():
+            args += ["--producer-config", f"{k}={v}"]
+        res = java.run("produce", *args, timeout=timeout + 30, broker=broker, check=False)
+        for obj in res.json_lines():
+            if obj.get("type") == "ack":
+                acked[obj["i"]] = (obj["p"], obj["o"])
+        s = res.summary() if res.returncode in (0, 2) else None
+        if res.returncode != 0:
+            errors.append(f"ClientTool produce exit {res.returncode}: "
+                          f"{(s or {}).get('first_error')}\n{res.explain()}")
+    else:
+        raise ValueError(client)
+    return ProduceResult(acked, errors, time.monotonic() - t0)
+
+
+def consume(client: str, bootstrap: str, topic: str, partitions: int, expected: int,
+            timeout: float = 60, java: "JavaClient | None" = None,
+            isolation_level: str = "read_uncommitted",
+            broker: BrokerProcess | None = None) -> list[tuple]:
+    """Assign all partitions, seek to beginning, read until ``expected`` records
+    or ``timeout`` seconds; returns what was read (may be short: callers check)."""
+    out: list[tuple] = []
+    deadline = time.monotonic() + timeout
+    if client == "kafka-python":
+        from kafka import KafkaConsumer, TopicPartition
+        c = KafkaConsumer(**_kp_bootstrap(bootstrap), group_id=None, enable_auto_commit=False,
+                          auto_offset_reset="earliest", isolation_level=isolation_level,
+                          max_poll_records=5000)
+        try:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            c.assign(tps)
+            c.seek_to_beginning(*tps)
+            while len(out) < expected and time.monotonic() < deadline:
+                for tp, recs in c.poll(timeout_ms=500).items():
+                    for r in recs:
+                        out.append((r.partition, r.offset, r.key, r.value, r.headers,
+                                    r.timestamp,
+                                    {0: "CreateTime", 1: "LogAppendTime"}.get(r.timestamp_type,
+                                                                              r.timestamp_type)))
+        finally:
+            c.close()
+    elif client == "confluent-kafka":
+        from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME,
+                                     TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition)
+        c = Consumer({"bootstrap.servers": bootstrap,
+                      # librdkafka insists on a group.id; with assign() and no
+                      # commits it only ever does FindCoordinator with it.
+                      "group.id": f"unused-{uuid.uuid4().hex[:8]}",
+                      "enable.auto.commit": False, "enable.auto.offset.store": False,
+                      "auto.offset.reset": "earliest", "check.crcs": True,
+                      "isolation.level": isolation_level})
+        tt = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
+        try:
+            c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+            while len(out) < expected and time.monotonic() < deadline:
+                for m in c.consume(num_messages=5000, timeout=0.5):
+                    if m.error():
+                        raise AssertionError(f"confluent consumer error: {m.error()}")
+                    t, ts = m.timestamp()
+                    out.append((m.partition(), m.offset(), m.key(), m.value(),
+                                m.headers() or [], ts, tt.get(t, t)))
+        finally:
+            c.close()
+    elif client == "aiokafka":
+        import asyncio
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        async def run():
+            c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                 enable_auto_commit=False, auto_offset_reset="earliest",
+                                 isolation_level=isolation_level, request_timeout_ms=30000)
+            await c.start()
+            try:
+                tps = [TopicPartition(topic, p) for p in range(partitions)]
+                c.assign(tps)
+                await c.seek_to_beginning(*tps)
+                while len(out) < expected and time.monotonic() < deadline:
+                    batch = await c.getmany(timeout_ms=500, max_records=5000)
+                    for tp, recs in batch.items():
+                        for r in recs:
+                            out.append((r.partition, r.offset, r.key, r.value, list(r.headers),
+                                        r.timestamp,
+                                        {0: "CreateTime", 1: "LogAppendTime"}.get(
+                                            r.timestamp_type, r.timestamp_type)))
+            finally:
+                await c.stop()
+        asyncio.run(run())
+    elif client == "java":
+        import base64
+        assert java is not None, "java client needs the java_client fixture"
+        res = java.run("consume", "--bootstrap", bootstrap, "--topic", topic,
+                       "--partitions", partitions, "--expected", expected,
+                       "--timeout-ms", int(timeout * 1000), "--isolation-level", isolation_level,
+                       timeout=timeout + 60, broker=broker, check=False)
+        if res.returncode not in (0, 3):
+            raise AssertionError(f"ClientTool consume exit {res.returncode}\n{res.explain()}"
+                                 + (broker.describe() if broker else ""))
+        b = base64.b64decode
+        for o in res.json_lines():
+            if o.get("type") == "record":
+                out.append((o["p"], o["o"], None if o["k"] is None else b(o["k"]),
+                            None if o["v"] is None else b(o["v"]),
+                            [(hk, None if hv is None else b(hv)) for hk, hv in o["h"]],
+                            o["ts"], o["tt"]))
+    else:
+        raise ValueError(client)
+    return out
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int,
+                isolation_level: str = "read_uncommitted") -> dict[int, int]:
+    """ListOffsets(latest) per partition, via kafka-python."""
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(**_kp_bootstrap(bootstrap), group_id=None, enable_auto_commit=False,
+                      isolation_level=isolation_level)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: off for tp, off in c.end_offsets(tps).items()}
+    finally:
+        c.close()
+
+
+def beginning_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """ListOffsets(earliest) per partition, via kafka-python."""
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(**_kp_bootstrap(bootstrap), group_id=None, enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: off for tp, off in c.beginning_offsets(tps).items()}
+    finally:
+        c.close()

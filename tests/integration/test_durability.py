@@ -1,0 +1,184 @@
+"""Acceptance: what was acknowledged survives crashes, torn tails and restarts.
+
+* kill -9 after acks=all producers (kafka-python and confluent-kafka, running
+  concurrently) got their acks: after a restart every acknowledged record is
+  served from its acknowledged (partition, offset) and ListOffsets(latest) is
+  unchanged.
+* Garbage at the tail of the active segment (random bytes, or a torn batch
+  whose header promises more bytes than exist): the broker warns naming the
+  file, truncates it away, the end offset is unchanged, every record reads
+  back, and new appends continue from the old end offset.
+* SIGTERM: exits within 5 s with code 0 (even with client connections open),
+  and everything is there after a restart.
+"""
+from __future__ import annotations
+
+import random
+import struct
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from harness import (consume, create_topic, end_offsets, now_ms, produce, verify_records,
+                     wait_until)
+
+PARTITIONS = 3
+
+
+def _by_tag(records, tag: str):
+    prefix = f"{tag}:".encode()
+    return [r for r in records if r[3] is not None and r[3].startswith(prefix)]
+
+
+def _check_positions(records, sent, tag: str, context: str) -> None:
+    """Each acknowledged record i is at its acknowledged (partition, offset)."""
+    where = {}
+    for r in _by_tag(records, tag):
+        where[int(r[3].split(b":", 2)[1])] = (r[0], r[1])
+    wrong = [(i, pos, where.get(i)) for i, pos in sorted(sent.acks.items()) if where.get(i) != pos]
+    assert not wrong, (f"{tag}: {len(wrong)} acknowledged records not at their acknowledged"
+                       f" (partition, offset); first (i, acked, read): {wrong[:5]}" + context)
+
+
+def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique_topic):
+    b = broker_factory()
+    topic = unique_topic("kill9")
+    create_topic("kafka-python", b.bootstrap, topic, PARTITIONS, broker=b)
+    ts = now_ms()
+    n_kp, n_ck = 4000, 4000
+
+    # Two producers at once, so appends to the same partitions interleave.
+    with ThreadPoolExecutor(2) as pool:
+        f_kp = pool.submit(produce, "kafka-python", b.bootstrap, topic, "kp", n_kp, ts,
+                           compression="lz4", acks="all", broker=b)
+        f_ck = pool.submit(produce, "confluent-kafka", b.bootstrap, topic, "ck", n_ck, ts,
+                           compression="none", acks="all", linger_ms=2, broker=b)
+        sent_kp, sent_ck = f_kp.result(), f_ck.result()
+    sent_kp.check(n_kp, b.describe())
+    sent_ck.check(n_ck, b.describe())
+
+    before = end_offsets(b.bootstrap, topic, PARTITIONS)
+    acked_end = {p: max(sent_kp.end_offsets().get(p, 0), sent_ck.end_offsets().get(p, 0))
+                 for p in range(PARTITIONS)}
+    assert before == acked_end, (f"ListOffsets latest {before} != 1 + highest acknowledged"
+                                 f" offset {acked_end}" + b.describe())
+    assert sum(before.values()) == n_kp + n_ck
+
+    b.kill()
+    b.start()
+
+    after = end_offsets(b.bootstrap, topic, PARTITIONS)
+    assert after == before, (f"log end offsets changed across kill -9: before {before},"
+                             f" after {after}" + b.describe())
+    records = consume("confluent-kafka", b.bootstrap, topic, PARTITIONS, n_kp + n_ck,
+                      timeout=60)
+    verify_records(_by_tag(records, "kp"), "kp", n_kp, ts, PARTITIONS, context=b.describe())
+    verify_records(_by_tag(records, "ck"), "ck", n_ck, ts, PARTITIONS, context=b.describe())
+    assert len(records) == n_kp + n_ck, f"{len(records)} records read, expected {n_kp + n_ck}"
+    _check_positions(records, sent_kp, "kp", b.describe())
+    _check_positions(records, sent_ck, "ck", b.describe())
+
+    # Still writable after the crash, continuing from the same end offsets.
+    more = produce("kafka-python", b.bootstrap, topic, "kp2", 100, ts, acks="all", broker=b)
+    more.check(100, b.describe())
+    first_new = {}
+    for p, o in more.acks.values():
+        first_new[p] = min(first_new.get(p, o), o)
+    assert all(first_new[p] == before[p] for p in first_new), (
+        f"appends after restart start at {first_new}, expected the old end offsets {before}"
+        + b.describe())
+
+
+def _torn_batch(base_offset: int, size: int = 100) -> bytes:
+    """A record batch v2 header that claims 500 bytes follow, then junk: what
+    a write cut short by a crash looks like."""
+    header = struct.pack(">qiiBI", base_offset, 500, 0, 2, 0x12345678)
+    return header + random.Random(7).randbytes(size - len(header))
+
+
+@pytest.mark.parametrize("garbage", ["random", "torn-batch"])
+def test_garbage_tail_is_truncated_with_a_warning(broker_factory, unique_topic, garbage):
+    b = broker_factory()
+    topic = unique_topic(f"garbage-{garbage}")
+    create_topic("kafka-python", b.bootstrap, topic, PARTITIONS, broker=b)
+    ts = now_ms()
+    n = 3000
+    sent = produce("kafka-python", b.bootstrap, topic, "g", n, ts, compression="gzip",
+                   acks="all", broker=b)
+    sent.check(n, b.describe())
+    before = end_offsets(b.bootstrap, topic, PARTITIONS)
+    assert before[0] > 0, f"partition 0 got no records: {before}"
+
+    b.stop()
+    seg = b.active_segment(topic, 0)
+    good_size = seg.stat().st_size
+    junk = (random.Random(42).randbytes(100) if garbage == "random"
+            else _torn_batch(before[0]))
+    assert len(junk) == 100
+    with open(seg, "ab") as f:
+        f.write(junk)
+    b.start()
+
+    after = end_offsets(b.bootstrap, topic, PARTITIONS)
+    assert after == before, (f"end offsets changed by a garbage tail on {seg}: before {before},"
+                             f" after {after}" + b.describe())
+
+    def warning_lines():
+        return [line for line in b.log_text(current_run_only=True).splitlines()
+                if seg.name in line and f"{topic}-0" in line and "warn" in line.lower()]
+    wait_until(warning_lines, 10, message=lambda: (
+        f"no WARN log line naming {topic}-0/{seg.name} after appending {garbage} garbage"
+        + b.describe()))
+
+    records = consume("kafka-python", b.bootstrap, topic, PARTITIONS, n, timeout=60)
+    verify_records(records, "g", n, ts, PARTITIONS, context=b.describe())
+
+    # The junk is gone for good: new appends land at the old end offset and
+    # everything (old and new) reads back.
+    more = produce("kafka-python", b.bootstrap, topic, "g", 300, ts, start=n, acks="all",
+                   broker=b)
+    more.check(300, b.describe())
+    firsts = {}
+    for p, o in more.acks.values():
+        firsts[p] = min(firsts.get(p, o), o)
+    assert firsts.get(0, before[0]) == before[0], (
+        f"partition 0 appends after recovery start at {firsts.get(0)}, expected {before[0]}"
+        + b.describe())
+    records = consume("kafka-python", b.bootstrap, topic, PARTITIONS, n + 300, timeout=60)
+    verify_records(records, "g", n + 300, ts, PARTITIONS, context=b.describe())
+    assert seg.stat().st_size >= good_size
+
+
+def test_sigterm_is_clean_and_keeps_data(broker_factory, unique_topic):
+    from kafka import KafkaConsumer, TopicPartition
+
+    b = broker_factory()
+    topic = unique_topic("sigterm")
+    create_topic("confluent-kafka", b.bootstrap, topic, PARTITIONS, broker=b)
+    ts = now_ms()
+    n = 3000
+    sent = produce("confluent-kafka", b.bootstrap, topic, "s", n, ts, compression="zstd",
+                   acks="all", broker=b)
+    sent.check(n, b.describe())
+    before = end_offsets(b.bootstrap, topic, PARTITIONS)
+
+    # An idle client keeps a connection (fetch long-poll) open during shutdown.
+    idle = KafkaConsumer(bootstrap_servers=b.bootstrap, group_id=None, enable_auto_commit=False,
+                         fetch_max_wait_ms=5000)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        idle.assign(tps)
+        for tp in tps:
+            idle.seek(tp, before[tp.partition])
+        idle.poll(timeout_ms=200)
+        elapsed = b.stop(timeout=10)  # raises unless it exits with code 0
+    finally:
+        idle.close()
+    assert elapsed < 5, f"SIGTERM shutdown took {elapsed:.1f}s (limit 5s)" + b.describe()
+
+    b.start()
+    after = end_offsets(b.bootstrap, topic, PARTITIONS)
+    assert after == before, f"end offsets changed across clean restart: {before} -> {after}"
+    records = consume("confluent-kafka", b.bootstrap, topic, PARTITIONS, n, timeout=60)
+    verify_records(records, "s", n, ts, PARTITIONS, context=b.describe())
+    _check_positions(records, sent, "s", b.describe())

@@ -1,0 +1,233 @@
+"""Recovery: reload after close / crash, garbage and torn tails, index rebuild."""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+import pytest
+
+from protocol import records as rec
+from protocol.records import Record
+from storage.config import LogConfig
+from storage.log import UnifiedLog
+
+TS = 1_700_000_000_000
+
+
+def batch(i: int, n: int = 2, size: int = 300) -> bytes:
+    return rec.build_batch([Record(None, TS + i * 10 + j, b"k%d" % i, bytes([i % 256]) * size, ()) for j in range(n)])
+
+
+def cfg(**overrides) -> LogConfig:
+    return LogConfig().with_overrides({k.replace("_", "."): str(v) for k, v in overrides.items()})
+
+
+def open_log(path, config=None, **kw) -> UnifiedLog:
+    return UnifiedLog(str(path), "t", 0, config or cfg(), **kw)
+
+
+def fill(log: UnifiedLog, n: int):
+    return [log.append(batch(i)) for i in range(n)]
+
+
+def all_batches(log: UnifiedLog):
+    out, off = [], log.log_start_offset
+    while True:
+        r = log.read(off, 1 << 20)
+        if not r.records:
+            return out
+        out += [h for _, h in rec.iter_batch_headers(r.records)]
+        for p, _ in rec.iter_batch_headers(r.records):
+            rec.validate_batch(r.records, p)
+        off = r.next_offset
+
+
+def test_reload_after_close_keeps_everything(tmp_path):
+    c = cfg(segment_bytes=3000, index_interval_bytes=500)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 40)
+    before = [h for h in all_batches(log)]
+    ts_lookup = log.fetch_offset_by_timestamp(TS + 201)
+    log.close()
+    log2 = open_log(tmp_path / "t-0", c)
+    assert log2.log_end_offset == 80 and log2.num_segments() == log.num_segments()
+    assert all_batches(log2) == before
+    assert log2.fetch_offset_by_timestamp(TS + 201) == ts_lookup == (41, TS + 201)
+    assert log2.max_timestamp_and_offset() == (TS + 391, 79)
+    assert log2.append(batch(99)).base_offset == 80
+
+
+def test_reload_after_crash_without_close(tmp_path):
+    c = cfg(segment_bytes=3000, index_interval_bytes=500)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 25)
+    # simulate kill -9: no close, no flush; just drop the object (fds leak like a dead process's)
+    log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=False, recovery_point=0)
+    assert log2.log_end_offset == 50
+    assert [h.base_offset for h in all_batches(log2)] == list(range(0, 50, 2))
+
+
+def test_garbage_tail_is_truncated_with_warning(tmp_path, caplog):
+    log = open_log(tmp_path / "t-0")
+    fill(log, 5)
+    leo, size = log.log_end_offset, log.active_segment.size
+    path = log.active_segment.log_path
+    log.close()
+    with open(path, "ab") as f:
+        f.write(os.urandom(100))
+    with caplog.at_level(logging.WARNING, logger="minikafka.storage"):
+        log2 = open_log(tmp_path / "t-0")
+    assert log2.log_end_offset == leo
+    assert os.path.getsize(path) == size
+    msgs = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(path in m and str(size) in m and "100 bytes" in m for m in msgs), msgs
+    assert log2.append(batch(9)).base_offset == leo
+    assert [h.base_offset for h in all_batches(log2)][-1] == leo
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_torn_last_batch_is_truncated(tmp_path, caplog, clean):
+    log = open_log(tmp_path / "t-0")
+    fill(log, 5)
+    path = log.active_segment.log_path
+    last_len = len(batch(4))
+    full = log.active_segment.size
+    log.close()
+    with open(path, "r+b") as f:
+        f.truncate(full - last_len // 2)
+    with caplog.at_level(logging.WARNING, logger="minikafka.storage"):
+        log2 = open_log(tmp_path / "t-0", had_clean_shutdown=clean)
+    assert log2.log_end_offset == 8  # batches 0..3 (2 records each) survive
+    assert os.path.getsize(path) == full - last_len
+    assert any(path in r.getMessage() for r in caplog.records)
+
+
+def test_corrupted_crc_in_middle_of_active_segment(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    fill(log, 6)
+    path = log.active_segment.log_path
+    log.close()
+    pos = 3 * len(batch(0))  # start of the 4th batch
+    with open(path, "r+b") as f:
+        f.seek(pos + 70)
+        b = f.read(1)
+        f.seek(pos + 70)
+        f.write(bytes([b[0] ^ 0xFF]))
+    log2 = open_log(tmp_path / "t-0", had_clean_shutdown=False)
+    assert log2.log_end_offset == 6 and os.path.getsize(path) == pos
+
+
+def test_deleted_index_files_are_rebuilt(tmp_path, caplog):
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 40)
+    expect = {off: log.read(off, 1).records for off in (0, 7, 33, 54, 79)}
+    ts = log.fetch_offset_by_timestamp(TS + 305)
+    old_index = {s.base_offset: open(s.offset_index.path, "rb").read() for s in log.segments}
+    log.close()
+    for f in os.listdir(tmp_path / "t-0"):
+        if f.endswith((".index", ".timeindex")):
+            os.unlink(tmp_path / "t-0" / f)
+    with caplog.at_level(logging.WARNING, logger="minikafka.storage"):
+        log2 = open_log(tmp_path / "t-0", c)
+    assert any("Rebuilding index" in r.getMessage() for r in caplog.records)
+    for s in log2.segments:
+        assert os.path.exists(s.offset_index.path) and os.path.exists(s.time_index.path)
+        assert open(s.offset_index.path, "rb").read() == old_index[s.base_offset]
+    assert {off: log2.read(off, 1).records for off in expect} == expect
+    assert log2.fetch_offset_by_timestamp(TS + 305) == ts
+
+
+@pytest.mark.parametrize("damage", ["odd_size", "beyond_log", "non_monotonic"])
+def test_corrupt_index_files_are_rebuilt(tmp_path, damage):
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 40)
+    expect = {off: log.read(off, 1).records for off in (0, 9, 31, 60, 79)}
+    seg = log.segments[1]
+    idx = seg.offset_index.path
+    log.close()
+    data = bytearray(open(idx, "rb").read())
+    assert len(data) >= 16
+    if damage == "odd_size":
+        data += b"\x01\x02\x03"
+    elif damage == "beyond_log":
+        data += struct.pack(">ii", 1000, 10_000_000)
+    else:
+        data[0:8], data[8:16] = data[8:16], data[0:8]
+    open(idx, "wb").write(bytes(data))
+    log2 = open_log(tmp_path / "t-0", c)
+    assert {off: log2.read(off, 1).records for off in expect} == expect
+    assert os.path.getsize(idx) % 8 == 0
+
+
+def test_stale_index_pointing_past_truncated_tail(tmp_path):
+    """Index entries that point beyond a log truncated by recovery are dropped."""
+    c = cfg(index_interval_bytes=100)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 10)
+    path = log.active_segment.log_path
+    log.close()
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 10)
+    log2 = open_log(tmp_path / "t-0", c)
+    assert log2.log_end_offset == 18
+    _, pos = log2.active_segment.offset_index.last_entry()
+    assert pos < log2.active_segment.size
+    assert log2.append(batch(50)).base_offset == 18
+    assert [h.base_offset for h in all_batches(log2)] == list(range(0, 20, 2))
+
+
+def test_corruption_in_earlier_segment_drops_later_ones(tmp_path, caplog):
+    c = cfg(segment_bytes=3000)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 30)
+    assert log.num_segments() >= 3
+    first = log.segments[0]
+    path, size = first.log_path, first.size
+    log.close()
+    with open(path, "r+b") as f:
+        f.truncate(size - 5)  # torn last batch of the first segment
+    log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=False, recovery_point=0)
+    assert log2.num_segments() == 1
+    assert log2.log_end_offset == first.base_offset + (size // len(batch(0)) - 1) * 2
+    assert log2.append(batch(1)).base_offset == log2.log_end_offset - 2
+
+
+def test_empty_dir_and_empty_segment_files(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    log.close()
+    log2 = open_log(tmp_path / "t-0")
+    assert log2.log_end_offset == 0 and log2.read(0, 100).records == b""
+    assert sorted(os.listdir(tmp_path / "t-0")) == ["00000000000000000000.index", "00000000000000000000.log",
+                                                      "00000000000000000000.timeindex"]
+
+
+def test_log_start_offset_restored(tmp_path):
+    c = cfg(segment_bytes=3000)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 30)
+    log.delete_records_before(33)
+    log.close()
+    log2 = open_log(tmp_path / "t-0", c, log_start_offset=33)
+    assert log2.log_start_offset == 33
+    # without the checkpoint, the first segment's base offset is the floor
+    log2.close()
+    log3 = open_log(tmp_path / "t-0", c)
+    assert log3.log_start_offset == log3.segments[0].base_offset <= 33
+
+
+def test_stray_files_cleaned(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    fill(log, 2)
+    log.close()
+    d = tmp_path / "t-0"
+    (d / "00000000000000000999.index").write_bytes(b"")
+    (d / "00000000000000000000.log.deleted").write_bytes(b"x")
+    (d / "foo.tmp").write_bytes(b"x")
+    log2 = open_log(d)
+    names = os.listdir(d)
+    assert "00000000000000000999.index" not in names and "foo.tmp" not in names
+    assert not any(n.endswith(".deleted") for n in names)
+    assert log2.log_end_offset == 4
