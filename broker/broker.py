@@ -143,7 +143,6 @@ class Broker:
 
     def create_topic(self, name: str, num_partitions: int | None = None, configs: dict | None = None):
         info = self.logs.create_topic(name, num_partitions or self.config["num.partitions"], configs or {})
-        log.info("created topic %s with %d partitions", name, info.num_partitions)
         return info
 
     def ensure_internal_topic(self, name: str):

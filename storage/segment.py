@@ -17,6 +17,7 @@ from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
 from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from storage.transaction_index import TransactionIndex
 
 log = logging.getLogger("minikafka.storage")
 
@@ -72,6 +73,9 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(index_path, base_offset, max_index_entries)
         self.time_index = TimeIndex(time_index_path, base_offset, max_time_index_entries)
+        # aborted transactions whose ABORT marker is in this segment (file created on first entry)
+        self.txn_index = TransactionIndex(os.path.join(dir_path, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX,
+                                          base_offset)
         self._fd: int | None = None           # read/append fd, open while the segment is active
         self.size = 0
         self.bytes_since_last_index_entry = 0
@@ -89,6 +93,7 @@ class LogSegment:
             self._fd = os.open(self.log_path, flags, 0o644)
             for p in (self.offset_index.path, self.time_index.path):
                 os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            self.txn_index.reset()  # a stale .txnindex must not survive
         else:
             self.size = os.path.getsize(self.log_path)
 
@@ -492,6 +497,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self._next_offset = None
         self._read_hint = None
         # recompute the running max timestamp from what is left
@@ -517,7 +523,7 @@ class LogSegment:
                 os.fsync(f)
             finally:
                 os.close(f)
-        for idx in (self.offset_index, self.time_index):
+        for idx in (self.offset_index, self.time_index, self.txn_index):
             try:
                 idx.flush()
             except OSError:
@@ -542,8 +548,9 @@ class LogSegment:
         self._close_fd()
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         prefix = os.path.join(self.dir, filename_prefix(self.base_offset))
-        for suffix in (LOG_SUFFIX, TXN_INDEX_SUFFIX):
+        for suffix in (LOG_SUFFIX,):
             try:
                 os.unlink(prefix + suffix)
             except FileNotFoundError:

@@ -4,6 +4,9 @@
   concurrently) got their acks: after a restart every acknowledged record is
   served from its acknowledged (partition, offset) and ListOffsets(latest) is
   unchanged.
+* kill -9 *while* an idempotent confluent-kafka producer is mid-stream, then
+  restart: the producer's retries resume, and every record ends up in the
+  log exactly once, in order, at its acknowledged position.
 * Garbage at the tail of the active segment (random bytes, or a torn batch
   whose header promises more bytes than exist): the broker warns naming the
   file, truncates it away, the end offset is unchanged, every record reads
@@ -19,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from harness import (consume, create_topic, end_offsets, now_ms, produce, verify_records,
-                     wait_until)
+from harness import (consume, create_topic, end_offsets, make_record, now_ms, produce,
+                     verify_records, wait_until)
 
 PARTITIONS = 3
 
@@ -87,6 +90,66 @@ def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique
     assert all(first_new[p] == before[p] for p in first_new), (
         f"appends after restart start at {first_new}, expected the old end offsets {before}"
         + b.describe())
+
+
+def test_kill9_mid_stream_idempotent_producer_exactly_once(broker_factory, unique_topic):
+    from confluent_kafka import Producer
+
+    b = broker_factory()
+    topic = unique_topic("kill9-mid")
+    create_topic("confluent-kafka", b.bootstrap, topic, PARTITIONS, broker=b)
+    ts = now_ms()
+    n, kill_at = 20000, 4000
+    acked: dict[int, tuple[int, int]] = {}
+    errors: list[str] = []
+
+    def on_delivery(err, msg):
+        i = int(msg.value().split(b":", 2)[1])
+        if err is not None:
+            errors.append(f"record {i}: {err}")
+        else:
+            acked[i] = (msg.partition(), msg.offset())
+
+    prod = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "enable.idempotence": True,
+                     "linger.ms": 5, "batch.num.messages": 500, "message.timeout.ms": 90000,
+                     "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
+                     "retry.backoff.ms": 50, "retry.backoff.max.ms": 500})
+    killed = False
+    for i in range(n):
+        k, v, h, t = make_record("mid", i, ts)
+        while True:
+            try:
+                prod.produce(topic, value=v, key=k, headers=h, timestamp=t,
+                             on_delivery=on_delivery)
+                break
+            except BufferError:
+                prod.poll(0.05)
+        if i % 100 == 0:
+            prod.poll(0)
+            while len(prod) > 1500:  # stay close behind the acks: kill mid-stream
+                prod.poll(0.01)
+        if not killed and len(acked) >= kill_at:
+            in_flight = len(prod)
+            b.kill()   # with more records queued and in flight
+            b.start()
+            killed = True
+    left = prod.flush(120)
+    assert killed, f"never reached {kill_at} acks before the end of the stream"
+    assert left == 0 and not errors, (f"{left} undelivered, {len(errors)} errors after the"
+                                      f" restart; first: {errors[:5]}" + b.describe())
+    assert in_flight > 0, "nothing was in flight at the kill; the test proved little"
+    assert len(acked) == n
+
+    records = consume("kafka-python", b.bootstrap, topic, PARTITIONS, n, timeout=60)
+    verify_records(records, "mid", n, ts, PARTITIONS,
+                   context="\n(duplicates mean retried batches were appended again after"
+                           " the restart: producer state not recovered)" + b.describe())
+    where = {int(r[3].split(b":", 2)[1]): (r[0], r[1]) for r in records}
+    wrong = [(i, acked[i], where.get(i)) for i in range(n) if acked[i] != where.get(i)]
+    assert not wrong, (f"{len(wrong)} records not at their acknowledged position;"
+                       f" first (i, acked, read): {wrong[:5]}" + b.describe())
+    after = end_offsets(b.bootstrap, topic, PARTITIONS)
+    assert sum(after.values()) == n, f"end offsets {after} hold more than {n} records"
 
 
 def _torn_batch(base_offset: int, size: int = 100) -> bytes:

@@ -419,3 +419,13 @@ def test_storage_failure_maps_to_kafka_error():
     r = c.commit_offsets("s", "", None, -1, {("t", 0): OffsetValue(1)}, T0)
     assert r == {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE}
     assert c.fetch_offsets("s", [("t", 0)], False)[1][0][1] is None
+
+
+def test_group_config_from_broker_properties():
+    from broker.config import BrokerConfig
+    cfg = BrokerConfig.from_dict({"offsets.retention.minutes": "2", "group.initial.rebalance.delay.ms": "0",
+                                  "group.min.session.timeout.ms": "100"})
+    gc = GroupConfig.from_broker_config(cfg)
+    assert gc.offsets_retention_ms == 120_000
+    assert gc.initial_rebalance_delay_ms == 0 and gc.min_session_timeout_ms == 100
+    assert gc.max_session_timeout_ms == 1_800_000
