@@ -10,6 +10,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
+	# broker start does not recompile every module from source.
+	$(PY) -m compileall -q -j 0 $(VENV)/lib broker protocol storage coordinator > /dev/null || true
 	touch $@
 
 # Run the broker with embedded defaults (127.0.0.1:9092, data in ./data).

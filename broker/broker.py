@@ -240,15 +240,15 @@ class BrokerTxnIO:
     def allocate_producer_id(self) -> int:
         return self.broker.producer_ids.next_id()
 
-    async def append_state(self, partition: int, key: bytes, value: bytes | None) -> None:
+    async def append_state(self, partition: int, key: bytes, value: bytes | None, durable: bool) -> None:
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         if lg is None:
             self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
             lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         t = now_ms()
         lg.append(rec.build_batch([rec.Record(0, t, key, value, [])]), origin="coordinator")
-        # the transition takes effect only once it is on disk
-        await trio.to_thread.run_sync(lg.flush)
+        if durable:
+            await trio.to_thread.run_sync(lg.flush)
 
     async def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
         return await self.broker.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)

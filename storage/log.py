@@ -1,7 +1,14 @@
 """A partition's log: ordered segments, offsets, recovery, retention (Kafka's ``UnifiedLog``).
 
 Directory ``<log.dir>/<topic>-<partition>/`` holds ``<20-digit base>.log``,
-``.index`` and ``.timeindex`` per segment plus ``partition.metadata``.
+``.index``, ``.timeindex`` and (once a transaction aborts in it) ``.txnindex``
+per segment, producer state snapshots ``<offset>.snapshot``, plus
+``partition.metadata``.
+
+Producer state (idempotence, transactions, LSO) lives in
+:class:`storage.producer_state.ProducerStateManager`; this class drives it:
+validation before the write, update after, snapshots on roll and close, and
+rebuild (latest snapshot + replay of the log tail) on load and truncation.
 
 Single-threaded by design (the broker owns each log from one trio task);
 :meth:`UnifiedLog.flush` alone may run in a worker thread concurrently.
@@ -20,7 +27,8 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.checkpoint import (read_partition_metadata, write_partition_metadata)
 from storage.config import COMPRESSION_CODECS, LONG_MAX, LogConfig
 from storage.index import CorruptIndexError
-from storage.producer_state import ProducerStateManager
+from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker
+from storage.transaction_index import AbortedTxn
 from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                              SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
@@ -203,7 +211,9 @@ class UnifiedLog:
             self._truncate_fully_and_start_at(self.log_start_offset)
         self.high_watermark = self.next_offset
         self.recovery_point = min(self.recovery_point, self.next_offset)
-        self.producer_state.load(self.log_start_offset, self.next_offset)
+        # aborted-txn entries for markers beyond a truncated tail must go
+        self.active_segment.txn_index.truncate_to(self.next_offset)
+        self._rebuild_producer_state()
 
     @staticmethod
     def _missing_index_files(seg: LogSegment) -> list[str]:
@@ -225,7 +235,7 @@ class UnifiedLog:
         self.high_watermark = offset
         self.recovery_point = offset
         self.log_start_offset = offset
-        self.producer_state.truncate(offset, offset)
+        self.producer_state.truncate_fully_and_start_at(offset)
 
     # ------------------------------------------------------------------ append
     def append(self, records, *, now_ms: int | None = None, is_from_client: bool = True,
@@ -261,14 +271,6 @@ class UnifiedLog:
         if config.compression_type != "producer":
             buf, batches = _recompress(buf, batches, config)
 
-        # ---- producer state (idempotence / transactions): hook for the next engineer ----
-        for _, h in batches:
-            if h.producer_id >= 0:
-                dup = self.producer_state.validate_batch(h, is_from_client=is_from_client, now_ms=now_ms)
-                if dup is not None:
-                    return AppendResult(dup.first_offset, dup.last_offset, dup.log_append_time_ms,
-                                        self.log_start_offset, h.records_count)
-
         total = len(buf)
         if total > config.effective_segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
@@ -284,6 +286,7 @@ class UnifiedLog:
         meta = []
         num_records = 0
         max_ts = -1
+        has_pid = False
         pack_offset = rec.patch_base_offset
         pack_epoch = rec.patch_partition_leader_epoch
         epoch = self.leader_epoch
@@ -296,19 +299,27 @@ class UnifiedLog:
                 max_ts = bts
             meta.append((pos, h.batch_length + 12, last, bts))
             num_records += h.records_count
+            if h.producer_id >= 0:
+                has_pid = True
             offset = last + 1
+
+        # ---- producer state (idempotence / transactions): validate before the write ----
+        prepared = None
+        if has_pid:
+            prepared = self.producer_state.analyze_append(buf, batches, meta, is_from_client)
+            if prepared.__class__ is DuplicateBatch:
+                return AppendResult(prepared.first_offset, prepared.last_offset, prepared.log_append_time_ms,
+                                    self.log_start_offset, num_records)
 
         seg = self.active_segment
         if self._should_roll(seg, total, max_ts, offset - 1, now_ms):
             seg = self.roll(now_ms)
-        position = seg.size
         seg.append(buf, meta)
         self.next_offset = offset
         self.high_watermark = offset
-
-        for (pos, h), (_, _, last, _) in zip(batches, meta):
-            if h.producer_id >= 0:
-                self.producer_state.on_batch_appended(h, last - h.last_offset_delta, last, position + pos, now_ms)
+        if prepared is not None:
+            # entries, ongoing transactions; aborted ones indexed in the segment holding the marker
+            self.producer_state.apply_append(prepared, seg.txn_index)
 
         self._unflushed_messages += num_records
         if self._unflushed_messages >= config.flush_messages:
@@ -394,17 +405,84 @@ class UnifiedLog:
     # ------------------------------------------------------------------ transactions (producer state)
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
         """``[(producer_id, first_offset)]`` of aborted transactions overlapping
-        ``[fetch_offset, upper_bound_offset)`` for read_committed fetches.
-        STUB until the transaction index lands (next task): always []."""
-        return self.producer_state.aborted_transactions(fetch_offset, upper_bound_offset)
+        ``[fetch_offset, upper_bound_offset)`` for read_committed fetches."""
+        return [(t.producer_id, t.first_offset) for t in self.collect_aborted_txns(fetch_offset, upper_bound_offset)]
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Kafka's ``collectAbortedTransactions``: every aborted transaction with
+        ``last_offset >= fetch_offset`` and ``first_offset < upper_bound_offset``. A
+        transaction is indexed in the segment holding its marker, which is at or after
+        the segment holding ``fetch_offset`` if the marker is >= ``fetch_offset``; the
+        scan stops at the first entry whose LSO reaches the upper bound."""
+        out: list[AbortedTxn] = []
+        segments = self.segments
+        i = bisect_right(self._bases, fetch_offset) - 1
+        if i < 0:
+            i = 0
+        while i < len(segments):
+            if segments[i].txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset, out):
+                break
+            i += 1
+        return out
 
     def active_producers(self) -> list:
-        """Producer state entries for DescribeProducers (STUB: [])."""
+        """Producer state entries (DescribeProducers): ``producer_id``, ``producer_epoch``,
+        ``last_sequence``, ``last_timestamp``, ``coordinator_epoch``, ``current_txn_first_offset``."""
         return self.producer_state.active_producers()
 
     def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` has an open transaction on this partition (STUB: False)."""
+        """Whether ``producer_id`` has an open transaction on this partition (O(1))."""
         return self.producer_state.has_ongoing_transaction(producer_id)
+
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """``producer.id.expiration.ms``: drop idle producers without an open transaction."""
+        return self.producer_state.remove_expired_producers(now_ms, expiration_ms)
+
+    def _rebuild_producer_state(self) -> None:
+        """Reload producer state: the latest valid snapshot at or below the log end offset,
+        then replay the batches from there to the LEO (Kafka's ``rebuildProducerState``).
+        Aborted-transaction index entries of replayed markers are re-added if missing."""
+        ps = self.producer_state
+        leo = self.next_offset
+        snap = ps.truncate_and_reload(self.log_start_offset, leo)
+        # no snapshot: replay everything (Kafka skips the scan after a clean shutdown, assuming
+        # an upgrade; we write a snapshot on every close and roll, so a missing one means a
+        # log that was never closed cleanly nor rolled: the scan is one segment)
+        start = self.log_start_offset if snap is None else max(snap, self.log_start_offset)
+        if start < leo:
+            self._replay_producer_state(start, leo)
+        if snap is not None and snap < self.log_start_offset:
+            ps.on_log_start_offset_incremented(self.log_start_offset)
+
+    def _replay_producer_state(self, start: int, end: int) -> None:
+        ps = self.producer_state
+        segments = self.segments
+        i = max(0, bisect_right(self._bases, start) - 1)
+        n = 0
+        for seg in segments[i:]:
+            if seg.base_offset >= end:
+                break
+            first = seg.translate_offset(start) if seg.base_offset < start else None
+            pos = first.position if first is not None else 0
+            if seg.base_offset < start and first is None:
+                continue
+            for bp in seg.iter_batches(pos):
+                h = bp.header
+                if h.base_offset >= end:
+                    break
+                if h.producer_id < 0 or h.base_offset + h.last_offset_delta < start:
+                    continue
+                marker = None
+                if h.attributes & rec.CONTROL_FLAG:
+                    try:
+                        marker = parse_marker(seg.pread(h.batch_length + 12, bp.position))
+                    except KafkaError as e:
+                        log.warning("Partition %s: unreadable control batch at offset %d: %s",
+                                    self.name, h.base_offset, e)
+                        continue
+                ps.replay_batch(h, marker, seg.txn_index)
+                n += 1
+        log.debug("Partition %s: replayed %d producer batches from offset %d to %d", self.name, n, start, end)
 
     # ------------------------------------------------------------------ timestamps
     def fetch_offset_by_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
@@ -456,7 +534,7 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset} for DeleteRecords")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self.producer_state.truncate(offset, self.next_offset)
+            self.producer_state.on_log_start_offset_incremented(offset)
             self._delete_log_start_offset_breached_segments()
             self._log_start_offset_changed()
         return self.log_start_offset
@@ -528,7 +606,7 @@ class UnifiedLog:
         self._bases = [s.base_offset for s in self.segments]
         if self.segments[0].base_offset > self.log_start_offset:
             self.log_start_offset = self.segments[0].base_offset
-            self.producer_state.truncate(self.log_start_offset, self.next_offset)
+            self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
             self._log_start_offset_changed()
         return len(deletable)
 
@@ -552,7 +630,7 @@ class UnifiedLog:
         self.next_offset = active.next_offset
         self.high_watermark = min(self.high_watermark, self.next_offset)
         self.recovery_point = min(self.recovery_point, self.next_offset)
-        self.producer_state.truncate(self.log_start_offset, self.next_offset)
+        self._rebuild_producer_state()
 
     # ------------------------------------------------------------------ flush / close
     def flush(self) -> None:
@@ -579,7 +657,7 @@ class UnifiedLog:
     def close(self) -> None:
         if self._closed:
             return
-        self.producer_state.take_snapshot(self.next_offset)
+        self.producer_state.take_snapshot(self.next_offset, sync=True)
         self.producer_state.close()
         for seg in self.segments:
             seg.close()

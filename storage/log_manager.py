@@ -378,10 +378,13 @@ class LogManager:
                 log.error("Retention failed for %s: %s", ulog.name, e)
         return total
 
-    def expire_producers(self, now_ms: int, expiration_ms: int) -> None:
-        """``producer.id.expiration.ms`` housekeeping for every log (producer state is a stub for now)."""
+    def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """``producer.id.expiration.ms`` housekeeping for every log: drop producer state idle
+        longer than ``expiration_ms`` (no open transaction). Returns how many were dropped."""
+        n = 0
         for ulog in list(self._logs.values()):
-            ulog.producer_state.remove_expired_producers(now_ms, expiration_ms)
+            n += ulog.expire_producers(now_ms, expiration_ms)
+        return n
 
     def flush_all(self) -> None:
         for ulog in list(self._logs.values()):

@@ -1,82 +1,597 @@
-"""Producer state (idempotence, transactions): Kafka's ``ProducerStateManager``.
+"""Producer state: idempotence, open transactions, LSO (Kafka's ``ProducerStateManager``).
 
-STUB. The next task fills this in: per-producer entries (epoch, last five
-batch sequences/offsets for duplicate detection, coordinator epoch, current
-transaction first offset), ``.snapshot`` files, ongoing-transaction tracking
-for the LSO, aborted-transaction index (``.txnindex``) updates on markers, and
-producer expiry (``producer.id.expiration.ms``).
+Per producer id a :class:`ProducerStateEntry` (Kafka's class of that name):
+epoch, coordinator epoch, last timestamp, first offset of the open
+transaction, and the metadata of its last 5 batches (first/last sequence,
+last offset, offset delta, timestamp) for duplicate detection.
 
-:class:`storage.log.UnifiedLog` already calls every hook below at the right
-moment; they are no-ops here.
+An append is checked in two steps, as Kafka's ``UnifiedLog.append`` does:
+
+1. :meth:`ProducerStateManager.analyze_append` (before the write, offsets
+   already assigned): exact duplicates of a retained batch short-circuit the
+   append; otherwise each batch goes through a :class:`ProducerAppendInfo`
+   (Kafka's class of that name) that validates epoch, sequence and
+   transaction state against the stored entry *and* the earlier batches of
+   the same append. Nothing is modified; an error rejects the whole append.
+2. :meth:`ProducerStateManager.apply_append` (after the write): the entries
+   are updated, started transactions join :attr:`ongoing_txns`, completed
+   ones leave it, and every aborted one gets an entry in the active segment's
+   ``.txnindex`` (:mod:`storage.transaction_index`).
+
+Snapshots ``<offset 20 digits>.snapshot`` use Kafka's exact layout
+(``ProducerSnapshot`` v1)::
+
+    int16 version (1) | uint32 crc (CRC-32C of everything after this field) |
+    int32 count | count x { int64 producerId, int16 epoch, int32 lastSequence,
+    int64 lastOffset, int32 offsetDelta, int64 timestamp, int32 coordinatorEpoch,
+    int64 currentTxnFirstOffset }
+
+They are written on segment roll and on close (at the log end offset); the
+latest two are kept. On load the latest valid snapshot at or below the log
+end offset is read and the log tail replayed (:meth:`replay_batch`, Kafka's
+``AppendOrigin.REPLICATION``: nothing is refused, state is just rebuilt).
 """
 from __future__ import annotations
 
+import logging
+import os
+import re
+import struct
 from typing import NamedTuple
 
+from protocol import records as rec
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
+from storage.transaction_index import AbortedTxn, TransactionIndex
+
+log = logging.getLogger("minikafka.storage")
+
+NUM_BATCHES_TO_RETAIN = 5
+INT32_MAX = 2147483647
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+# Kafka's AppendOrigin
+ORIGIN_CLIENT = 0
+ORIGIN_COORDINATOR = 1
+ORIGIN_REPLAY = 2   # REPLICATION in Kafka: log recovery / reload, never refuses
+
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+_SNAPSHOT_FILE = re.compile(r"^(\d{20})\.snapshot$")
+_SNAP_HEADER = struct.Struct(">hI")        # version, crc
+_SNAP_COUNT = struct.Struct(">i")
+_SNAP_ENTRY = struct.Struct(">qhiqiqiq")   # 46 bytes
+_CRC_START = _SNAP_HEADER.size             # 6: the CRC covers everything after the crc field
+
+_CONTROL = rec.CONTROL_FLAG
+_TRANSACTIONAL = rec.TRANSACTIONAL_FLAG
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """Kafka's ``DefaultRecordBatch.decrementSequence`` (sequences wrap at int32 max)."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class BatchMetadata(NamedTuple):
+    first_seq: int
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
 
 
 class DuplicateBatch(NamedTuple):
-    """Returned by :meth:`ProducerStateManager.validate_batch` when the batch was
-    already appended (retry): the append is skipped and these offsets returned."""
+    """A retried batch: the append is skipped and these offsets are returned
+    (``log_append_time_ms`` is the stored batch's timestamp, as Kafka answers)."""
     first_offset: int
     last_offset: int
     log_append_time_ms: int
 
 
+class CompletedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int    # offset of the marker
+    is_aborted: bool
+
+
+class ProducerStateEntry:
+    """State of one producer id on one partition."""
+    __slots__ = ("producer_id", "producer_epoch", "coordinator_epoch", "last_timestamp",
+                 "current_txn_first_offset", "batches")
+
+    def __init__(self, producer_id: int, producer_epoch: int = NO_PRODUCER_EPOCH, coordinator_epoch: int = -1,
+                 last_timestamp: int = -1, current_txn_first_offset: int = -1,
+                 batches: list[BatchMetadata] | None = None):
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.coordinator_epoch = coordinator_epoch
+        self.last_timestamp = last_timestamp
+        self.current_txn_first_offset = current_txn_first_offset   # -1: no open transaction
+        self.batches: list[BatchMetadata] = batches if batches is not None else []  # oldest first, <= 5
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def first_sequence(self) -> int:
+        return self.batches[0].first_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.batches[-1].offset_delta if self.batches else 0
+
+    @property
+    def has_ongoing_transaction(self) -> bool:
+        return self.current_txn_first_offset >= 0
+
+    def find_duplicate(self, producer_epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if producer_epoch != self.producer_epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def __repr__(self) -> str:
+        return (f"ProducerStateEntry(producerId={self.producer_id}, producerEpoch={self.producer_epoch}, "
+                f"currentTxnFirstOffset={self.current_txn_first_offset}, coordinatorEpoch={self.coordinator_epoch}, "
+                f"lastTimestamp={self.last_timestamp}, batchMetadata={self.batches})")
+
+
+class ProducerAppendInfo:
+    """Validates the batches of one producer within one append against its stored entry
+    and accumulates the would-be new state (Kafka's ``ProducerAppendInfo``). Nothing is
+    changed until :meth:`ProducerStateManager.apply_append`."""
+    __slots__ = ("name", "producer_id", "current", "origin", "epoch", "coordinator_epoch", "last_timestamp",
+                 "txn_first", "batches", "started_txn")
+
+    def __init__(self, name: str, producer_id: int, current: ProducerStateEntry | None, origin: int):
+        self.name = name
+        self.producer_id = producer_id
+        self.current = current
+        self.origin = origin
+        if current is None:
+            self.epoch = NO_PRODUCER_EPOCH
+            self.coordinator_epoch = -1
+            self.last_timestamp = -1
+            self.txn_first = -1
+        else:
+            self.epoch = current.producer_epoch
+            self.coordinator_epoch = current.coordinator_epoch
+            self.last_timestamp = current.last_timestamp
+            self.txn_first = current.current_txn_first_offset
+        self.batches: list[BatchMetadata] = []  # new batches of this append (of the latest epoch)
+        self.started_txn = -1                   # first offset of a transaction started by this append
+
+    # -- checks (Kafka's checkProducerEpoch / checkSequence / checkCoordinatorEpoch) --
+    def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
+        if producer_epoch < self.epoch and self.origin != ORIGIN_REPLAY:
+            # Kafka 2.7+: InvalidProducerEpoch (recoverable: the client aborts and retries), not ProducerFenced
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"Epoch of producer {self.producer_id} at offset {offset} in {self.name} is "
+                             f"{producer_epoch}, which is smaller than the last seen epoch {self.epoch}")
+
+    def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
+        if producer_epoch != self.epoch:
+            if first_seq != 0 and self.epoch != NO_PRODUCER_EPOCH:
+                raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 f"Invalid sequence number for new epoch of producer {self.producer_id} at offset "
+                                 f"{offset} in partition {self.name}: {producer_epoch} (request epoch), "
+                                 f"{first_seq} (seq. number), {self.epoch} (current producer epoch)")
+            return
+        current = self.current
+        if self.batches:
+            current_last = self.batches[-1].last_seq
+        elif current is not None and producer_epoch == current.producer_epoch:
+            current_last = current.last_sequence
+        else:
+            current_last = NO_SEQUENCE
+        # an unknown producer (no entry, or all its state gone) may start at any sequence: Kafka 2.5+
+        # (KIP-360) accepts it instead of answering UNKNOWN_PRODUCER_ID
+        current_epoch = current.producer_epoch if current is not None else NO_PRODUCER_EPOCH
+        if current_epoch != NO_PRODUCER_EPOCH and not in_sequence(current_last, first_seq):
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"Out of order sequence number for producer {self.producer_id} at offset {offset} in "
+                             f"partition {self.name}: {first_seq} (incoming seq. number), {current_last} "
+                             f"(current end sequence number)")
+
+    # -- appends --
+    def append_data_batch(self, producer_epoch: int, first_seq: int, last_seq: int, timestamp: int,
+                          first_offset: int, last_offset: int, transactional: bool) -> None:
+        origin = self.origin
+        if producer_epoch < self.epoch and origin != ORIGIN_REPLAY:
+            self._check_producer_epoch(producer_epoch, first_offset)
+        if origin == ORIGIN_CLIENT:
+            self._check_sequence(producer_epoch, first_seq, first_offset)
+        if producer_epoch != self.epoch:
+            self.epoch = producer_epoch
+            self.batches = []
+        batches = self.batches
+        batches.append(BatchMetadata(first_seq, last_seq, last_offset, last_offset - first_offset, timestamp))
+        if len(batches) > NUM_BATCHES_TO_RETAIN:
+            del batches[0]
+        self.last_timestamp = timestamp
+        if self.txn_first >= 0:
+            if not transactional and origin != ORIGIN_REPLAY:
+                raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                                 f"Expected transactional write from producer {self.producer_id} at offset "
+                                 f"{first_offset} in partition {self.name}")
+        elif transactional:
+            self.txn_first = first_offset
+            self.started_txn = first_offset
+
+    def append_end_txn_marker(self, commit: bool, coordinator_epoch: int, producer_epoch: int, offset: int,
+                              timestamp: int) -> CompletedTxn | None:
+        self._check_producer_epoch(producer_epoch, offset)
+        if self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
+            raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                             f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in "
+                             f"partition {self.name}: {coordinator_epoch} (zombie), {self.coordinator_epoch} (current)")
+        # only a non-empty transaction completes (a marker without data changes neither LSO nor index)
+        completed = CompletedTxn(self.producer_id, self.txn_first, offset, not commit) if self.txn_first >= 0 else None
+        if producer_epoch != self.epoch:
+            self.epoch = producer_epoch
+            self.batches = []
+        self.coordinator_epoch = coordinator_epoch
+        self.txn_first = -1
+        self.started_txn = -1
+        self.last_timestamp = timestamp
+        return completed
+
+
+def parse_marker(batch: bytes | bytearray | memoryview, pos: int = 0) -> tuple[bool, int, int] | None:
+    """``(is_commit, coordinator_epoch, timestamp)`` of the COMMIT/ABORT marker batch at ``pos``,
+    None for an empty control batch (cleaned) or a control record that is not a marker."""
+    header, records = rec.decode_batch(batch, pos)
+    if not records:
+        return None
+    ctype, coordinator_epoch = rec.parse_control_record(records[0])
+    if ctype not in (rec.ControlRecordType.COMMIT, rec.ControlRecordType.ABORT):
+        return None
+    return ctype == rec.ControlRecordType.COMMIT, coordinator_epoch, records[0].timestamp
+
+
+class CorruptSnapshotError(Exception):
+    pass
+
+
+def snapshot_path(log_dir: str, offset: int) -> str:
+    return os.path.join(log_dir, f"{offset:020d}{SNAPSHOT_SUFFIX}")
+
+
+def encode_snapshot(entries) -> bytes:
+    """Kafka's ``ProducerStateManager.writeSnapshot`` bytes for ``entries``."""
+    body = bytearray(_SNAP_COUNT.pack(len(entries)))
+    pack = _SNAP_ENTRY.pack
+    for e in entries:
+        if e.batches:
+            last = e.batches[-1]
+            last_seq, last_offset, delta = last.last_seq, last.last_offset, last.offset_delta
+        else:
+            last_seq, last_offset, delta = NO_SEQUENCE, -1, 0
+        body += pack(e.producer_id, e.producer_epoch, last_seq, last_offset, delta, e.last_timestamp,
+                     e.coordinator_epoch, e.current_txn_first_offset)
+    return _SNAP_HEADER.pack(SNAPSHOT_VERSION, rec.crc32c(bytes(body))) + bytes(body)
+
+
+def decode_snapshot(data: bytes, path: str = "<buffer>") -> list[ProducerStateEntry]:
+    """Kafka's ``ProducerStateManager.readSnapshot``; CorruptSnapshotError if invalid."""
+    if len(data) < _SNAP_HEADER.size + _SNAP_COUNT.size:
+        raise CorruptSnapshotError(f"Snapshot {path} is truncated ({len(data)} bytes)")
+    version, crc = _SNAP_HEADER.unpack_from(data, 0)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptSnapshotError(f"Snapshot {path} contained an unknown file version {version}")
+    computed = rec.crc32c(data[_CRC_START:])
+    if computed != crc:
+        raise CorruptSnapshotError(f"Snapshot {path} is corrupt (CRC is no longer valid). Stored crc: {crc}. "
+                                   f"Computed crc: {computed}")
+    (count,) = _SNAP_COUNT.unpack_from(data, _CRC_START)
+    if count < 0 or len(data) != _CRC_START + _SNAP_COUNT.size + count * _SNAP_ENTRY.size:
+        raise CorruptSnapshotError(f"Snapshot {path} has {len(data)} bytes for {count} entries")
+    out = []
+    pos = _CRC_START + _SNAP_COUNT.size
+    for _ in range(count):
+        pid, epoch, last_seq, last_offset, delta, ts, coord, txn_first = _SNAP_ENTRY.unpack_from(data, pos)
+        pos += _SNAP_ENTRY.size
+        batches = []
+        if last_offset >= 0:
+            batches.append(BatchMetadata(decrement_sequence(last_seq, delta), last_seq, last_offset, delta, ts))
+        out.append(ProducerStateEntry(pid, epoch, coord, ts, txn_first if txn_first >= 0 else -1, batches))
+    return out
+
+
+def list_snapshot_offsets(log_dir: str) -> list[int]:
+    try:
+        names = os.listdir(log_dir)
+    except FileNotFoundError:
+        return []
+    return sorted(int(m.group(1)) for m in map(_SNAPSHOT_FILE.match, names) if m)
+
+
 class ProducerStateManager:
+    SNAPSHOTS_TO_KEEP = 2
+
     def __init__(self, log_dir: str, topic: str, partition: int):
         self.log_dir = log_dir
         self.topic = topic
         self.partition = partition
+        self.name = f"{topic}-{partition}"
+        self.producers: dict[int, ProducerStateEntry] = {}
+        # open transactions, first offset -> producer id; insertion order is offset order
+        # (offsets only grow; reloads insert sorted), so the first key is the earliest
+        self.ongoing_txns: dict[int, int] = {}
+        self.snapshots: list[int] = list_snapshot_offsets(log_dir)
+        # offset of the state last written or loaded (Kafka's lastSnapOffset): no new
+        # snapshot is written at or below it
+        self.last_snap_offset = 0
 
-    # --- append path --------------------------------------------------------
-    def validate_batch(self, header: BatchHeader, *, is_from_client: bool, now_ms: int) -> DuplicateBatch | None:
-        """Called before the append for every batch with producer_id >= 0, after the
-        format checks and before offsets are assigned (``header.base_offset`` is the
-        producer's, not yet the log's). Raise ``KafkaError`` (e.g.
-        OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE) to
-        reject the whole append; return a :class:`DuplicateBatch` for a retried batch.
+    # ------------------------------------------------------------------ append path
+    def analyze_append(self, buf, batches, meta, is_from_client: bool):
+        """Validate the producer-state side of an append whose offsets are assigned.
+
+        ``batches``: ``[(position, header)]``; ``meta``: ``[(position, size, last_offset,
+        max_timestamp)]`` (the log's per-batch bookkeeping). Returns a :class:`DuplicateBatch`
+        (retry of a retained batch: skip the append), or ``(infos, completed)`` for
+        :meth:`apply_append` (None when no batch carries a producer id). Raises KafkaError.
         """
-        return None
+        infos = None
+        completed = None
+        producers = self.producers
+        origin = ORIGIN_CLIENT if is_from_client else ORIGIN_COORDINATOR
+        for (pos, h), m in zip(batches, meta):
+            pid = h.producer_id
+            if pid < 0:
+                continue
+            if is_from_client:
+                entry = producers.get(pid)
+                if entry is not None and entry.batches:
+                    dup = entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
+                    if dup is not None:
+                        return DuplicateBatch(dup.last_offset - dup.offset_delta, dup.last_offset, dup.timestamp)
+            if infos is None:
+                infos = {}
+                info = None
+            else:
+                info = infos.get(pid)
+            if info is None:
+                info = infos[pid] = ProducerAppendInfo(self.name, pid, producers.get(pid), origin)
+            last = m[2]
+            first = last - h.last_offset_delta
+            if h.attributes & _CONTROL:
+                marker = parse_marker(buf, pos)
+                if marker is None:
+                    if h.records_count:
+                        raise KafkaError(ErrorCode.INVALID_RECORD,
+                                         f"Control batch at offset {first} in {self.name} is not a transaction marker")
+                    continue
+                commit, coordinator_epoch, ts = marker
+                c = info.append_end_txn_marker(commit, coordinator_epoch, h.producer_epoch, first, ts)
+                if c is not None:
+                    if completed is None:
+                        completed = []
+                    completed.append(c)
+            else:
+                info.append_data_batch(h.producer_epoch, h.base_sequence, h.last_sequence, m[3], first, last,
+                                       bool(h.attributes & _TRANSACTIONAL))
+        if infos is None:
+            return None
+        return infos, completed
 
-    def on_batch_appended(self, header: BatchHeader, first_offset: int, last_offset: int,
-                          position: int, now_ms: int) -> None:
-        """Called after the write for every appended batch with producer_id >= 0
-        (``first_offset``/``last_offset`` are the assigned offsets, ``position``
-        the byte position of the batch in the active segment)."""
+    def apply_append(self, prepared, txn_index: TransactionIndex) -> None:
+        """Commit what :meth:`analyze_append` prepared (after the write). Aborted
+        transactions go to ``txn_index`` (the segment holding the marker)."""
+        infos, completed = prepared
+        for info in infos.values():
+            self._update(info)
+        if completed:
+            for c in completed:
+                self._complete_txn(c, txn_index, rebuild=False)
 
+    def _update(self, info: ProducerAppendInfo) -> None:
+        entry = self.producers.get(info.producer_id)
+        if entry is None:
+            self.producers[info.producer_id] = ProducerStateEntry(
+                info.producer_id, info.epoch, info.coordinator_epoch, info.last_timestamp, info.txn_first,
+                info.batches)
+        else:
+            if entry.producer_epoch != info.epoch:
+                entry.producer_epoch = info.epoch
+                entry.batches = info.batches
+            elif info.batches:
+                batches = entry.batches
+                batches += info.batches
+                if len(batches) > NUM_BATCHES_TO_RETAIN:
+                    del batches[:-NUM_BATCHES_TO_RETAIN]
+            entry.coordinator_epoch = info.coordinator_epoch
+            entry.current_txn_first_offset = info.txn_first
+            entry.last_timestamp = info.last_timestamp
+        if info.started_txn >= 0:
+            self.ongoing_txns[info.started_txn] = info.producer_id
+
+    def _complete_txn(self, c: CompletedTxn, txn_index: TransactionIndex | None, rebuild: bool) -> None:
+        if c.is_aborted and txn_index is not None:
+            entry = AbortedTxn(c.producer_id, c.first_offset, c.last_offset, self._last_stable_offset_after(c))
+            if rebuild:
+                txn_index.insert(entry)
+            else:
+                txn_index.append(entry)
+        self.ongoing_txns.pop(c.first_offset, None)
+
+    def _last_stable_offset_after(self, c: CompletedTxn) -> int:
+        """Kafka's ``lastStableOffset(completedTxn)``: the first offset of the earliest other
+        open transaction, else the offset after the marker."""
+        for first, pid in self.ongoing_txns.items():
+            if pid != c.producer_id:
+                return first
+        return c.last_offset + 1
+
+    # ------------------------------------------------------------------ replay (recovery)
+    def replay_batch(self, header: BatchHeader, marker: tuple[bool, int, int] | None,
+                     txn_index: TransactionIndex | None) -> None:
+        """Rebuild state from a batch already in the log (Kafka's origin REPLICATION: no
+        checks). ``marker`` is :func:`parse_marker` of a control batch. An aborted transaction
+        completed here is added to ``txn_index`` unless the index already has it."""
+        pid = header.producer_id
+        info = ProducerAppendInfo(self.name, pid, self.producers.get(pid), ORIGIN_REPLAY)
+        completed = None
+        if header.attributes & _CONTROL:
+            if marker is None:
+                return
+            commit, coordinator_epoch, ts = marker
+            completed = info.append_end_txn_marker(commit, coordinator_epoch, header.producer_epoch,
+                                                   header.base_offset, ts)
+        else:
+            info.append_data_batch(header.producer_epoch, header.base_sequence, header.last_sequence,
+                                   header.max_timestamp, header.base_offset,
+                                   header.base_offset + header.last_offset_delta,
+                                   bool(header.attributes & _TRANSACTIONAL))
+        self._update(info)
+        if completed is not None:
+            self._complete_txn(completed, txn_index, rebuild=True)
+
+    # ------------------------------------------------------------------ queries
     def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return False
-
-    def active_producers(self) -> list:
-        """Entries with producer_id, producer_epoch, last_sequence, last_timestamp,
-        coordinator_epoch, current_txn_first_offset (DescribeProducers)."""
-        return []
-
-    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
-        """``[(producer_id, first_offset)]`` from the segments' ``.txnindex`` files."""
-        return []
-
-    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> None:
-        """Drop producers idle longer than ``producer.id.expiration.ms`` (no open transaction)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest ongoing transaction (caps the LSO), or None."""
+        for first in self.ongoing_txns:
+            return first
         return None
 
-    # --- recovery / lifecycle -------------------------------------------------
-    def on_batch_recovered(self, header: BatchHeader) -> None:
-        """Called for each batch with producer_id >= 0 replayed during log recovery."""
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Entries (producer_id, producer_epoch, last_sequence, last_timestamp, coordinator_epoch,
+        current_txn_first_offset) for DescribeProducers."""
+        return list(self.producers.values())
 
-    def load(self, log_start_offset: int, log_end_offset: int) -> None:
-        """Called once the log is recovered (load the latest snapshot, replay the tail)."""
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
 
-    def truncate(self, log_start_offset: int, log_end_offset: int) -> None:
-        """Called when the log start offset advances or the log is truncated."""
+    # ------------------------------------------------------------------ expiry
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Drop producers idle for ``producer.id.expiration.ms`` with no open transaction
+        (Kafka's ``removeExpiredProducers``). Returns how many were dropped."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
 
-    def take_snapshot(self, log_end_offset: int) -> None:
-        """Called on segment roll and on close (write ``<offset>.snapshot``)."""
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """Retention / DeleteRecords removed data below ``log_start_offset``: producers whose
+        last batch is gone lose their state (no open transaction), and snapshots below the
+        log start are no longer needed."""
+        gone = [pid for pid, e in self.producers.items()
+                if e.current_txn_first_offset < 0 and e.last_data_offset < log_start_offset]
+        for pid in gone:
+            del self.producers[pid]
+        keep_from = self._latest_snapshot_at_or_below(log_start_offset)
+        for off in [o for o in self.snapshots if o < log_start_offset and o != keep_from]:
+            self._delete_snapshot(off)
+
+    # ------------------------------------------------------------------ snapshots / lifecycle
+    def take_snapshot(self, offset: int, sync: bool = False) -> None:
+        """Write ``<offset>.snapshot`` (Kafka's format) and keep only the latest two. Like
+        Kafka, nothing is written if the log did not grow since the last snapshot or load."""
+        if offset <= self.last_snap_offset:
+            return
+        data = encode_snapshot(list(self.producers.values()))
+        path = snapshot_path(self.log_dir, offset)
+        tmp = path + ".tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                if sync:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except FileNotFoundError:
+            return  # the partition directory is gone (topic deleted)
+        self.last_snap_offset = offset
+        if offset not in self.snapshots:
+            self.snapshots.append(offset)
+            self.snapshots.sort()
+        while len(self.snapshots) > self.SNAPSHOTS_TO_KEEP:
+            self._delete_snapshot(self.snapshots[0])
+
+    def latest_snapshot_offset(self) -> int | None:
+        return self.snapshots[-1] if self.snapshots else None
+
+    def _latest_snapshot_at_or_below(self, offset: int) -> int | None:
+        best = None
+        for o in self.snapshots:
+            if o <= offset:
+                best = o
+        return best
+
+    def _delete_snapshot(self, offset: int) -> None:
+        try:
+            self.snapshots.remove(offset)
+        except ValueError:
+            pass
+        try:
+            os.unlink(snapshot_path(self.log_dir, offset))
+        except FileNotFoundError:
+            pass
+
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int) -> int | None:
+        """Forget the in-memory state, delete snapshots beyond ``log_end_offset`` and load the
+        latest valid one at or below it. Returns the loaded snapshot's offset (the caller
+        replays the log from there), or None when there is none."""
+        self.producers.clear()
+        self.ongoing_txns.clear()
+        self.snapshots = list_snapshot_offsets(self.log_dir)
+        for off in [o for o in self.snapshots if o > log_end_offset]:
+            log.info("Partition %s: deleting producer snapshot at offset %d beyond the log end offset %d",
+                     self.name, off, log_end_offset)
+            self._delete_snapshot(off)
+        while self.snapshots:
+            off = self.snapshots[-1]
+            path = snapshot_path(self.log_dir, off)
+            try:
+                with open(path, "rb") as f:
+                    entries = decode_snapshot(f.read(), path)
+            except (OSError, CorruptSnapshotError) as e:
+                log.warning("Partition %s: failed to load producer snapshot %s: %s", self.name, path, e)
+                self._delete_snapshot(off)
+                continue
+            for e in sorted(entries, key=lambda e: (e.current_txn_first_offset < 0, e.current_txn_first_offset)):
+                self.producers[e.producer_id] = e
+                if e.current_txn_first_offset >= 0:
+                    self.ongoing_txns[e.current_txn_first_offset] = e.producer_id
+            log.debug("Partition %s: loaded %d producers from snapshot at offset %d", self.name, len(entries), off)
+            self.last_snap_offset = off
+            return off
+        self.last_snap_offset = log_start_offset
+        return None
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The log was emptied: no producer state, no snapshots."""
+        self.producers.clear()
+        self.ongoing_txns.clear()
+        for off in list(self.snapshots):
+            self._delete_snapshot(off)
+        for off in list_snapshot_offsets(self.log_dir):
+            self._delete_snapshot(off)
+        self.last_snap_offset = offset
 
     def close(self) -> None:
         pass

@@ -31,7 +31,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 class TxnIO(Protocol):
     def now_ms(self) -> int: ...
     def allocate_producer_id(self) -> int: ...
-    async def append_state(self, partition: int, key: bytes, value: bytes | None) -> None: ...
+    async def append_state(self, partition: int, key: bytes, value: bytes | None, durable: bool) -> None: ...
     async def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
                            commit: bool, coordinator_epoch: int) -> int: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
@@ -94,8 +94,12 @@ class TransactionCoordinator:
         candidate.txn_last_update_ms = new.get("txn_last_update_ms", self.io.now_ms())
         md.pending_state = target
         try:
+            # Every record is written before the transition takes effect (which survives a
+            # kill -9, as data appends do). PREPARE_* is the commit point, so it is also
+            # fsynced: once a client is told "committed", even a power cut cannot undo it.
             await self.io.append_state(self.state_partition(md.transactional_id),
-                                       encode_key(md.transactional_id), encode_value(candidate))
+                                       encode_key(md.transactional_id), encode_value(candidate),
+                                       durable=target in (S.PREPARE_COMMIT, S.PREPARE_ABORT))
         except BaseException:
             md.pending_state = None
             raise
@@ -282,7 +286,7 @@ class TransactionCoordinator:
                 md.pending_state = S.DEAD
                 try:
                     await self.io.append_state(self.state_partition(md.transactional_id),
-                                               encode_key(md.transactional_id), None)
+                                               encode_key(md.transactional_id), None, durable=False)
                 finally:
                     md.pending_state = None
                 self.txns.pop(md.transactional_id, None)

@@ -717,3 +717,41 @@ def test_group_apis_every_version(gbroker):
         assert d6.error_code == 69 and d6.error_message  # GROUP_ID_NOT_FOUND (KIP-1043)
         d5 = c.request(15, 5, {"groups": ["no-such-group"], "include_authorized_operations": False}).groups[0]
         assert d5.error_code == 0 and d5.group_state == "Dead"
+
+
+def test_static_membership_and_multi_group_fetch(gbroker):
+    topic = unique_name("static")
+    create_topic(gbroker.bootstrap, topic, 1)
+    g1, g2 = unique_name("g-static"), unique_name("g-other")
+    with RawClient.to(gbroker.bootstrap, timeout=30) as c:
+        body = {"group_id": g1, "session_timeout_ms": SESSION_MS, "rebalance_timeout_ms": 30000, "member_id": "",
+                "group_instance_id": "instance-1", "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b""}]}
+        first = c.request(11, 7, body)
+        assert first.error_code == 0  # static members need no MEMBER_ID_REQUIRED round trip
+        sync = {"group_id": g1, "generation_id": first.generation_id, "member_id": first.member_id,
+                "group_instance_id": "instance-1", "assignments": [{"member_id": first.member_id,
+                                                                    "assignment": b"mine"}]}
+        assert c.request(14, 4, sync).error_code == 0
+        # the same instance restarts: new member id, same generation, same assignment
+        again = c.request(11, 7, body)
+        assert again.error_code == 0 and again.member_id != first.member_id
+        assert again.generation_id == first.generation_id
+        hb = {"group_id": g1, "generation_id": first.generation_id, "member_id": first.member_id,
+              "group_instance_id": "instance-1"}
+        assert c.request(12, 4, hb).error_code == 82  # FENCED_INSTANCE_ID
+        sync2 = dict(sync, member_id=again.member_id, assignments=[])
+        s2 = c.request(14, 4, sync2)
+        assert s2.error_code == 0 and s2.assignment == b"mine"
+        assert raw_commit(c, g1, again.generation_id, again.member_id, topic, 4) == 0
+        assert raw_commit(c, g2, -1, "", topic, 8) == 0
+        # OffsetFetch v8: several groups in one request
+        r = c.request(9, 8, {"groups": [{"group_id": g, "topics": [{"name": topic, "partition_indexes": [0]}]}
+                                        for g in (g1, g2, "never-seen")], "require_stable": False})
+        got = {g.group_id: g.topics[0].partitions[0].committed_offset for g in r.groups}
+        assert got == {g1: 4, g2: 8, "never-seen": -1}
+        # admin removal of the static member by instance id (LeaveGroup v3+)
+        r = c.request(13, 4, {"group_id": g1, "members": [{"member_id": "", "group_instance_id": "instance-1"}]})
+        assert r.error_code == 0 and r.members[0].error_code == 0
+        d = c.request(15, 5, {"groups": [g1], "include_authorized_operations": False}).groups[0]
+        assert d.group_state == "Empty" and not d.members

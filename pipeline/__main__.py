@@ -1,0 +1,3 @@
+from .job import main
+
+raise SystemExit(main())
