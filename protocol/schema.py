@@ -440,6 +440,43 @@ def build(con: Construct, obj) -> bytes:
     return stream.getvalue()
 
 
+class ChunkWriter:
+    """A write-only stream that keeps large writes (record sets) as they are.
+
+    Fetch responses carry megabytes of records; writing them into a BytesIO and
+    then prefixing the frame size would copy them three times. Here small writes
+    gather in a bytearray and a large one becomes its own chunk, so the frame is
+    assembled with one join.
+    """
+
+    LARGE = 16384
+
+    __slots__ = ("chunks", "buf", "size")
+
+    def __init__(self):
+        self.chunks: list = []
+        self.buf = bytearray()
+        self.size = 0
+
+    def write(self, data) -> int:
+        n = len(data)
+        if n >= self.LARGE:
+            if self.buf:
+                self.chunks.append(self.buf)
+                self.buf = bytearray()
+            self.chunks.append(data)
+        else:
+            self.buf += data
+        self.size += n
+        return n
+
+    def parts(self) -> list:
+        if self.buf:
+            self.chunks.append(self.buf)
+            self.buf = bytearray()
+        return self.chunks
+
+
 # ---------------------------------------------------------------- headers
 
 class RequestHeader:
@@ -515,12 +552,17 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
     """A whole response frame, size prefix included."""
-    payload = build(message(api_key, "response", version), body)
-    if response_header_version(api_key, version) >= 1:
-        head = struct.pack(">ib", correlation_id, 0)
+    out = ChunkWriter()
+    flexible_header = response_header_version(api_key, version) >= 1
+    out.write(b"\x00" * (9 if flexible_header else 8))  # size + header, patched below
+    message(api_key, "response", version)._build(body, out, None, "")
+    parts = out.parts()
+    head = parts[0]
+    if flexible_header:
+        struct.pack_into(">iib", head, 0, out.size - 4, correlation_id, 0)
     else:
-        head = struct.pack(">i", correlation_id)
-    return struct.pack(">i", len(head) + len(payload)) + head + payload
+        struct.pack_into(">ii", head, 0, out.size - 4, correlation_id)
+    return b"".join(parts) if len(parts) > 1 else bytes(head)
 
 
 def decode_response(api_key: int, version: int, frame: bytes):

@@ -294,7 +294,7 @@ class LogSegment:
             next_offset = lh.base_offset + lh.last_offset_delta + 1
         at_end = first.position + pos >= self.size
         if pos != n:
-            data = data[:pos]
+            data = memoryview(data)[:pos]  # trim without copying megabytes
         self._read_hint = (next_offset, first.position + pos)
         return data, next_offset, at_end
 

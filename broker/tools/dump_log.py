@@ -311,12 +311,14 @@ def dump_snapshot(path: str, out) -> None:
         if first_seq < 0 <= e["last_sequence"]:
             first_seq += 0x80000000  # sequences wrap at int32 max
         txn_first = e["current_txn_first_offset"]
-        print(f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
-              f"coordinatorEpoch: {e['coordinator_epoch']} "
-              f"currentTxnFirstOffset: {_optional_long(txn_first if txn_first >= 0 else None)} "
-              f"lastTimestamp: {e['timestamp']} "
-              f"firstSequence: {first_seq} lastSequence: {e['last_sequence']} lastOffset: {e['last_offset']} "
-              f"offsetDelta: {e['offset_delta']} timestamp: {e['timestamp']}", file=out)
+        line = (f"producerId: {e['producer_id']} producerEpoch: {e['producer_epoch']} "
+                f"coordinatorEpoch: {e['coordinator_epoch']} "
+                f"currentTxnFirstOffset: {_optional_long(txn_first if txn_first >= 0 else None)} "
+                f"lastTimestamp: {e['timestamp']} ")
+        if e["last_offset"] >= 0:  # the entry keeps batch metadata (Kafka prints its head)
+            line += (f"firstSequence: {first_seq} lastSequence: {e['last_sequence']} lastOffset: {e['last_offset']} "
+                     f"offsetDelta: {e['offset_delta']} timestamp: {e['timestamp']}")
+        print(line, file=out)
 
 
 # ---------------------------------------------------------------- command line
@@ -324,8 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="minikafka dump-log",
         description="Parse log segments and index files and dump their contents (as kafka-dump-log.sh).")
-    p.add_argument("--files", nargs="+", required=True, metavar="FILE",
-                   help=".log, .index, .timeindex, .txnindex or .snapshot files to dump")
+    p.add_argument("--files", nargs="+", action="extend", required=True, metavar="FILE",
+                   help=".log, .index, .timeindex, .txnindex or .snapshot files to dump "
+                        "(space or comma separated, as kafka-dump-log.sh)")
+    p.add_argument("more_files", nargs="*", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--print-data-log", action="store_true", help="print the records' keys and values")
     p.add_argument("--deep-iteration", action="store_true", help="print every record, not only batches")
     p.add_argument("--transaction-log-decoder", action="store_true",
@@ -351,7 +355,8 @@ def main(argv: list[str], out=None) -> int:
               else OffsetsParser() if args.offsets_decoder else DefaultParser())
     errors: dict = {}
     rc = 0
-    for path in args.files:
+    files = [f for arg in args.files + args.more_files for f in arg.split(",") if f]
+    for path in files:
         print(f"Dumping {path}", file=out)
         suffix = os.path.splitext(path)[1]
         try:

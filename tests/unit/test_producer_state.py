@@ -336,10 +336,17 @@ def test_clean_reload_keeps_dedup_open_txn_and_index(tmp_path):
 
 def test_crash_reload_replays_tail_with_full_window(tmp_path):
     path = tmp_path / "t-0"
-    c = cfg(segment_bytes=1500)
+    c = cfg(segment_bytes=3000)
     log = open_log(path, c)
-    for i in range(12):                        # several rolls, snapshots on roll
+    i = 0
+    while log.num_segments() < 3:              # several rolls, snapshots on roll
         log.append(data(2 * i, size=200))
+        i += 1
+    log.roll()
+    for _ in range(6):                         # then more than a window after the last roll
+        log.append(data(2 * i, size=20))
+        i += 1
+    n = i
     log.append(data(0, pid=9, txn=True))
     log.append(plain())
     end_txn(log, False, pid=9)
@@ -357,9 +364,11 @@ def test_crash_reload_replays_tail_with_full_window(tmp_path):
     log2 = open_log(path, c, had_clean_shutdown=False, recovery_point=0)
     assert log2.log_end_offset == leo and log2.last_stable_offset == lso
     assert log2.aborted_transactions(0, leo) == aborted
-    # the whole 5-batch window survives (replayed, not from the snapshot)
-    for i in range(7, 12):
-        assert log2.append(data(2 * i, size=200)).base_offset == 2 * i
+    # the whole 5-batch window survives: the batches after the latest snapshot are replayed
+    # (a snapshot keeps only each producer's last batch, as Kafka's does)
+    for i in range(n - 5, n):
+        assert log2.append(data(2 * i, size=20)).base_offset == 2 * i
+    assert code_of(lambda: log2.append(data(2 * (n - 6), size=20))) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log2.log_end_offset == leo
     log2.close()
 

@@ -52,7 +52,7 @@ def test_insert_keeps_order_and_skips_existing(tmp_path):
 
 def test_collect_aborted_txns_overlap_and_completion(tmp_path):
     idx = TransactionIndex(str(tmp_path / "x.txnindex"), 0)
-    idx.append(AbortedTxn(1, 0, 10, 11))
+    idx.append(AbortedTxn(1, 0, 10, 5))    # txn 2 was still open when txn 1 aborted: LSO 5
     idx.append(AbortedTxn(2, 5, 20, 21))
     idx.append(AbortedTxn(3, 30, 40, 41))
     out = []

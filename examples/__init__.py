@@ -1,0 +1,1 @@
+"""Example applications that run against minikafka (see README.md, "Examples")."""
