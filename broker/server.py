@@ -124,6 +124,13 @@ async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
     started = time.perf_counter()
     try:
         response = await handler.handle(conn, header, body)
+    except (CloseConnection, trio.Cancelled):
+        raise
+    except Exception:
+        # A bug in one handler must not take the broker down: log it and close this
+        # connection (the client reconnects and retries, as after any network error).
+        log.exception("%s v%d from %s failed", schema.API_NAMES[api_key], version, conn.peer)
+        raise CloseConnection("internal error") from None
     finally:
         broker.metrics.observe_request(api_key, time.perf_counter() - started)
     if response is None:  # acks=0 produce: no response at all

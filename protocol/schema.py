@@ -202,10 +202,11 @@ def _remaining(stream) -> int:
 
 
 class Field:
-    __slots__ = ("name", "con", "default", "tag")
+    __slots__ = ("name", "con", "default", "tag", "nullable")
 
-    def __init__(self, name, con, default, tag=None):
+    def __init__(self, name, con, default, tag=None, nullable=False):
         self.name, self.con, self.default, self.tag = name, con, default, tag
+        self.nullable = nullable
 
     def make_default(self):
         d = self.default
@@ -253,7 +254,7 @@ class KStruct(Construct):
         get = obj.get
         for f in self.fields:
             v = get(f.name)
-            if v is None and f.default is not None:
+            if v is None and not f.nullable and f.default is not None:
                 v = f.make_default()
             f.con._build(v, stream, context, path)
         if self.tagged is not None:
@@ -365,7 +366,7 @@ def _field(c: dict, version: int, flexible: bool, tag=None) -> Field:
             default = inner.default_value
     else:
         default = _default(c, version)
-    return Field(c["n"], con, default, tag)
+    return Field(c["n"], con, default, tag, nullable=_in(version, c.get("nv")))
 
 
 def build_struct(fields: list[dict], version: int, flexible: bool) -> KStruct:

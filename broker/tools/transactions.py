@@ -113,9 +113,13 @@ class Admin:
     # -------------------------------------------------------------- calls
     def metadata(self, topics: list[str] | None):
         """Metadata for `topics` (None: all topics). Records the brokers."""
-        body = {"topics": None if topics is None else [{"name": t} for t in topics],
-                "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-        resp = self.request(API_METADATA, body, max_version=12)
+        if topics is None:
+            # "all topics": an empty list in v0 (a null array from v1 on; v0 is simplest to encode)
+            resp = self.request(API_METADATA, {"topics": []}, max_version=0)
+        else:
+            body = {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False}
+            resp = self.request(API_METADATA, body, max_version=12)
         for b in resp.brokers:
             self.nodes[b.node_id] = (b.host, b.port)
         return resp
