@@ -20,11 +20,11 @@ kafka_coordinator_transaction_transactionalids{state}                  transacti
 kafka_server_socketservermetrics_connection_count                      open client connections
 =====================================================================  =========================================================
 
-The open transaction's age on a partition is measured from the coordinator's
-transaction start when the coordinator still has that partition in the
-producer's transaction, otherwise (a hanging transaction: the coordinator
-has moved on) from the timestamp of the transaction's first batch in the log.
-Unlike Kafka, "late" has no extra 5 minute buffer on top of
+The age of an open transaction on a partition runs from the earlier of the
+coordinator's transaction start (while the coordinator still counts the
+partition in that producer's transaction) and the timestamp of the
+transaction's first batch in the log (all there is for a hanging transaction:
+its coordinator has moved on). Unlike Kafka, "late" adds no 5 minute buffer to
 ``transaction.max.timeout.ms``.
 """
 from __future__ import annotations
@@ -101,12 +101,14 @@ class BrokerCollector:
             first = getattr(e, "current_txn_first_offset", -1)
             if first is None or first < 0:
                 continue
-            start = starts.get((e.producer_id, lg.topic, lg.partition))
-            if start is None:
-                start = self._first_batch_timestamp(lg, e.producer_id, first)
-            if start is None:
-                start = e.last_timestamp
-            ages.append(max(0, now - min(start, now)) if start is not None and start >= 0 else 0)
+            # the earliest of: the coordinator's start (if it still has this partition in the
+            # producer's transaction) and the transaction's first batch in the log (which
+            # predates a coordinator transaction when an older one was left hanging)
+            found = [t for t in (starts.get((e.producer_id, lg.topic, lg.partition)),
+                                 self._first_batch_timestamp(lg, e.producer_id, first)) if t is not None and t >= 0]
+            if not found and e.last_timestamp is not None and e.last_timestamp >= 0:
+                found = [e.last_timestamp]
+            ages.append(max(0, now - min(found)) if found else 0)
         return ages
 
     # ------------------------------------------------------------------ collect

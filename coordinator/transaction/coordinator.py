@@ -250,7 +250,8 @@ class TransactionCoordinator:
                 log.error("marker for %s-%d of %s failed with %s", topic, part, md.transactional_id, ErrorCode(err).name)
         self.io.fault("txn.after_markers")
         md.pending_state = None
-        await self._persist(md, dict(state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT))
+        # as Kafka's prepareComplete: a finished transaction holds no partitions
+        await self._persist(md, dict(state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set()))
 
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
         """Bump the epoch (fencing the current producer) and abort its open transaction."""
