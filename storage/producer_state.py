@@ -216,7 +216,7 @@ class ProducerAppendInfo:
     def append_data_batch(self, producer_epoch: int, first_seq: int, last_seq: int, timestamp: int,
                           first_offset: int, last_offset: int, transactional: bool) -> None:
         origin = self.origin
-        if producer_epoch < self.epoch and origin != ORIGIN_REPLAY:
+        if producer_epoch < self.epoch:
             self._check_producer_epoch(producer_epoch, first_offset)
         if origin == ORIGIN_CLIENT:
             self._check_sequence(producer_epoch, first_seq, first_offset)
@@ -240,7 +240,13 @@ class ProducerAppendInfo:
     def append_end_txn_marker(self, commit: bool, coordinator_epoch: int, producer_epoch: int, offset: int,
                               timestamp: int) -> CompletedTxn | None:
         self._check_producer_epoch(producer_epoch, offset)
-        if self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
+        if coordinator_epoch < 0:
+            # an administrator's marker (KIP-664 abort; kafka-python's AbortTransactionSpec sends
+            # -1 by default): not fenced by the coordinator epoch, and it does not lower it.
+            # Kafka would compare -1 like any epoch; the broker's WriteTxnMarkers handler applies
+            # the admin checks instead (exact producer epoch, open transaction).
+            coordinator_epoch = self.coordinator_epoch
+        elif self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
             raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                              f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in "
                              f"partition {self.name}: {coordinator_epoch} (zombie), {self.coordinator_epoch} (current)")
@@ -365,6 +371,16 @@ class ProducerStateManager:
                     dup = entry.find_duplicate(h.producer_epoch, h.base_sequence, h.last_sequence)
                     if dup is not None:
                         return DuplicateBatch(dup.last_offset - dup.offset_delta, dup.last_offset, dup.timestamp)
+            last = m[2]
+            first = last - h.last_offset_delta
+            marker = None
+            if h.attributes & _CONTROL:
+                marker = parse_marker(buf, pos)
+                if marker is None:
+                    if h.records_count:
+                        raise KafkaError(ErrorCode.INVALID_RECORD,
+                                         f"Control batch at offset {first} in {self.name} is not a transaction marker")
+                    continue  # an empty control batch changes nothing (Kafka)
             if infos is None:
                 infos = {}
                 info = None
@@ -372,15 +388,7 @@ class ProducerStateManager:
                 info = infos.get(pid)
             if info is None:
                 info = infos[pid] = ProducerAppendInfo(self.name, pid, producers.get(pid), origin)
-            last = m[2]
-            first = last - h.last_offset_delta
-            if h.attributes & _CONTROL:
-                marker = parse_marker(buf, pos)
-                if marker is None:
-                    if h.records_count:
-                        raise KafkaError(ErrorCode.INVALID_RECORD,
-                                         f"Control batch at offset {first} in {self.name} is not a transaction marker")
-                    continue
+            if marker is not None:
                 commit, coordinator_epoch, ts = marker
                 c = info.append_end_txn_marker(commit, coordinator_epoch, h.producer_epoch, first, ts)
                 if c is not None:
@@ -402,7 +410,7 @@ class ProducerStateManager:
             self._update(info)
         if completed:
             for c in completed:
-                self._complete_txn(c, txn_index, rebuild=False)
+                self._complete_txn(c, txn_index)
 
     def _update(self, info: ProducerAppendInfo) -> None:
         entry = self.producers.get(info.producer_id)
@@ -425,13 +433,12 @@ class ProducerStateManager:
         if info.started_txn >= 0:
             self.ongoing_txns[info.started_txn] = info.producer_id
 
-    def _complete_txn(self, c: CompletedTxn, txn_index: TransactionIndex | None, rebuild: bool) -> None:
+    def _complete_txn(self, c: CompletedTxn, txn_index: TransactionIndex | None) -> None:
         if c.is_aborted and txn_index is not None:
             entry = AbortedTxn(c.producer_id, c.first_offset, c.last_offset, self._last_stable_offset_after(c))
-            if rebuild:
-                txn_index.insert(entry)
-            else:
-                txn_index.append(entry)
+            # insert: appends in the normal case; keeps the index ordered and free of
+            # duplicates when recovery replays markers that are already indexed
+            txn_index.insert(entry)
         self.ongoing_txns.pop(c.first_offset, None)
 
     def _last_stable_offset_after(self, c: CompletedTxn) -> int:
@@ -464,7 +471,7 @@ class ProducerStateManager:
                                    bool(header.attributes & _TRANSACTIONAL))
         self._update(info)
         if completed is not None:
-            self._complete_txn(completed, txn_index, rebuild=True)
+            self._complete_txn(completed, txn_index)
 
     # ------------------------------------------------------------------ queries
     def has_ongoing_transaction(self, producer_id: int) -> bool:

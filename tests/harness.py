@@ -522,6 +522,35 @@ CLIENTS = PY_CLIENTS + ("java",)
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
+def run_concurrently(*calls: Callable[[], Any], timeout: float = 300) -> list[Any]:
+    """Run zero-argument callables in daemon threads; return their results in
+    order, re-raising the first exception.  Daemon threads (unlike a
+    ThreadPoolExecutor's) cannot keep a timed-out test run from exiting."""
+    import threading
+    results: list[Any] = [None] * len(calls)
+    excs: list[BaseException | None] = [None] * len(calls)
+
+    def runner(k: int) -> None:
+        try:
+            results[k] = calls[k]()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            excs[k] = exc
+
+    threads = [threading.Thread(target=runner, args=(k,), daemon=True) for k in range(len(calls))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [k for k, t in enumerate(threads) if t.is_alive()]
+    if stuck:
+        raise TimeoutError(f"calls {stuck} still running after {timeout}s")
+    for e in excs:
+        if e is not None:
+            raise e
+    return results
+
+
 class ProduceResult:
     def __init__(self, acks: dict[int, tuple[int, int]], errors: list[str], seconds: float):
         self.acks = acks          # record index -> (partition, offset)
@@ -616,13 +645,22 @@ def produce(client: str, bootstrap: str, topic: str, tag: str, count: int, ts_ba
             for i in idx:
                 k, v, h, ts = make_record(tag, i, ts_base)
                 futs.append((i, prod.send(topic, value=v, key=k, headers=h, timestamp_ms=ts)))
-            prod.flush(timeout=timeout)
+            try:
+                prod.flush(timeout=timeout)
+            except Exception as exc:  # KafkaTimeoutError: some never completed
+                errors.append(f"flush({timeout}): {exc!r}")
+            # Never block per future: after a flush timeout that would take
+            # count seconds.  Undelivered ones are reported as errors.
+            undelivered = 0
             for i, f in futs:
-                try:
-                    md = f.get(timeout=1)
-                    acked[i] = (md.partition, md.offset)
-                except Exception as exc:
-                    errors.append(f"record {i}: {exc!r}")
+                if not f.is_done:
+                    undelivered += 1
+                elif f.failed():
+                    errors.append(f"record {i}: {f.exception!r}")
+                else:
+                    acked[i] = (f.value.partition, f.value.offset)
+            if undelivered:
+                errors.append(f"{undelivered} records never completed")
         finally:
             prod.close(timeout=10)
     elif client == "confluent-kafka":
@@ -668,17 +706,27 @@ def produce(client: str, bootstrap: str, topic: str, tag: str, count: int, ts_ba
             cfg.update(extra)
             prod = AIOKafkaProducer(**cfg)
             await prod.start()
+            futs: list = []
+            pending: set = set()
             try:
-                futs = []
                 for i in idx:
                     k, v, h, ts = make_record(tag, i, ts_base)
                     futs.append(await prod.send(topic, value=v, key=k, headers=h,
                                                 timestamp_ms=ts))
-                results = await asyncio.wait_for(
-                    asyncio.gather(*futs, return_exceptions=True), timeout)
+                if futs:
+                    _, pending = await asyncio.wait(futs, timeout=timeout)
             finally:
-                await prod.stop()
-            for i, r in zip(idx, results):
+                try:
+                    await asyncio.wait_for(prod.stop(), 30)
+                except Exception as exc:
+                    errors.append(f"producer stop: {exc!r}")
+            if pending:
+                errors.append(f"{len(pending)} records never completed within {timeout}s")
+            for i, f in zip(idx, futs):
+                if not f.done():
+                    continue
+                r = f.exception() if not f.cancelled() else asyncio.CancelledError()
+                r = r or f.result()
                 if isinstance(r, BaseException):
                     errors.append(f"record {i}: {r!r}")
                 else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import time
@@ -137,6 +138,8 @@ class Service:
                     p.send(a.shipments, key=rec.key, value=dumps(shipment_for(purchase)))
                     n += 1
                 offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
+            if a.work_ms:  # simulated processing time (demos and tests)
+                time.sleep(a.work_ms / 1000)
             p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
             p.commit_transaction()
         except FENCED:
@@ -177,6 +180,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transaction-timeout-ms", type=int, default=60_000)
     p.add_argument("--dynamic-membership", action="store_true",
                    help="no group.instance.id (a restart then waits for the old session to expire)")
+    p.add_argument("--work-ms", type=int, default=0,
+                   help="simulated processing time per polled batch, inside the transaction")
+    p.add_argument("--kafka-log-level", default=os.environ.get("SHOP_KAFKA_LOG_LEVEL", "WARNING"),
+                   help="kafka-python's log level (env SHOP_KAFKA_LOG_LEVEL)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p.parse_args(argv)
 
@@ -185,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logging.getLogger("kafka").setLevel(args.kafka_log_level.upper())
     if args.create_topics:
         ensure_topics(args.bootstrap, {args.purchases: args.partitions,
                                        args.invoices: args.partitions,

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import random
 import struct
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from harness import (consume, create_topic, end_offsets, make_record, now_ms, produce,
-                     verify_records, wait_until)
+                     run_concurrently, verify_records, wait_until)
 
 PARTITIONS = 3
 
@@ -51,12 +50,12 @@ def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique
     n_kp, n_ck = 4000, 4000
 
     # Two producers at once, so appends to the same partitions interleave.
-    with ThreadPoolExecutor(2) as pool:
-        f_kp = pool.submit(produce, "kafka-python", b.bootstrap, topic, "kp", n_kp, ts,
-                           compression="lz4", acks="all", broker=b)
-        f_ck = pool.submit(produce, "confluent-kafka", b.bootstrap, topic, "ck", n_ck, ts,
-                           compression="none", acks="all", linger_ms=2, broker=b)
-        sent_kp, sent_ck = f_kp.result(), f_ck.result()
+    sent_kp, sent_ck = run_concurrently(
+        lambda: produce("kafka-python", b.bootstrap, topic, "kp", n_kp, ts,
+                        compression="lz4", acks="all", broker=b, timeout=60),
+        lambda: produce("confluent-kafka", b.bootstrap, topic, "ck", n_ck, ts,
+                        compression="none", acks="all", linger_ms=2, broker=b, timeout=60),
+        timeout=180)
     sent_kp.check(n_kp, b.describe())
     sent_ck.check(n_ck, b.describe())
 
@@ -126,8 +125,9 @@ def test_kill9_mid_stream_idempotent_producer_exactly_once(broker_factory, uniqu
                 prod.poll(0.05)
         if i % 100 == 0:
             prod.poll(0)
-            while len(prod) > 1500:  # stay close behind the acks: kill mid-stream
-                prod.poll(0.01)
+            # Stay close behind the acks, so the kill lands mid-stream.
+            wait_until(lambda: prod.poll(0.01) >= 0 and len(prod) <= 1500, 60,
+                       message=lambda: f"producer stuck with {len(prod)} queued" + b.describe())
         if not killed and len(acked) >= kill_at:
             in_flight = len(prod)
             b.kill()   # with more records queued and in flight

@@ -13,8 +13,6 @@
 """
 from __future__ import annotations
 
-import struct
-
 import pytest
 
 from harness import consume, make_record, now_ms, verify_records, wait_until
@@ -25,14 +23,7 @@ INT32_MAX = 2**31 - 1
 
 
 def new_producer(c: RawClient) -> tuple[int, int]:
-    """InitProducerId v0 without a transactional id. The frame is built by hand: the schema
-    encoder currently writes a None nullable string as "" (a transactional id of "")."""
-    c.corr += 1
-    client_id = c.client_id.encode()
-    body = (struct.pack(">hhih", 22, 0, c.corr, len(client_id)) + client_id
-            + struct.pack(">hi", -1, 60000))                      # transactional_id null, timeout
-    c.send_frame(struct.pack(">i", len(body)) + body)
-    r = c.receive(22, 0, c.corr)
+    r = c.init_producer_id()  # no transactional id: an idempotent producer
     assert r.error_code == 0, r
     return r.producer_id, r.producer_epoch
 

@@ -76,21 +76,37 @@ class App:
         return f"\n--- {self.name} ({state}), last {lines} lines of {self.log_path} ---\n{tail(text, lines)}"
 
 
-def committed_progress(bootstrap: str) -> int:
-    """Sum of the group's committed offsets on purchases (0 if none/unreachable)."""
-    from kafka.admin import KafkaAdminClient
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000,
-                                 client_id="shop-test-progress")
-    except Exception:
-        return 0
-    try:
-        offsets = admin.list_consumer_group_offsets(GROUP)
-        return sum(o.offset for tp, o in offsets.items() if tp.topic == "purchases" and o.offset > 0)
-    except Exception:
-        return 0
-    finally:
-        admin.close()
+class Progress:
+    """The group's committed offsets on purchases, summed (0 while unknown)."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+        self.admin = None
+
+    def __call__(self) -> int:
+        from kafka.admin import KafkaAdminClient
+        try:
+            if self.admin is None:
+                self.admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                              request_timeout_ms=5000,
+                                              client_id="shop-test-progress")
+            if hasattr(self.admin, "list_group_offsets"):  # kafka-python 3
+                offsets = self.admin.list_group_offsets(GROUP).get(GROUP, {})
+            else:
+                offsets = self.admin.list_consumer_group_offsets(GROUP)
+        except Exception:  # broker restarting, coordinator loading: ask again later
+            self.close()
+            return 0
+        return sum(o.offset for tp, o in offsets.items()
+                   if tp.topic == "purchases" and o.offset > 0)
+
+    def close(self) -> None:
+        if self.admin is not None:
+            try:
+                self.admin.close()
+            except Exception:
+                pass
+            self.admin = None
 
 
 def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
@@ -102,9 +118,11 @@ def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
                                 SHIPMENTS: PARTITIONS})
     gen = App("purchases", ["examples.shop.purchases", "--count", str(N), "--rate", "1500",
                             "--txn-size", "100"], tmp_path, b.bootstrap)
-    svc = App("service", ["examples.shop.service", "--max-poll-records", "150"], tmp_path,
+    svc = App("service", ["examples.shop.service", "--max-poll-records", "100",
+                                     "--work-ms", "80"], tmp_path,
               b.bootstrap)
     apps = [gen, svc]
+    progress = Progress(b.bootstrap)
 
     def context() -> str:
         return "".join(a.describe() for a in apps) + b.describe(40)
@@ -121,7 +139,7 @@ def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
         # each restart's init_transactions fences the dead instance and aborts
         # whatever transaction it left open.
         for threshold in (1500, 3500, 5500):
-            wait_until(lambda: (service_must_live(), committed_progress(b.bootstrap) >= threshold)[1],
+            wait_until(lambda: (service_must_live(), progress() >= threshold)[1],
                        timeout=90, interval=0.1,
                        message=lambda: f"service progress stuck below {threshold}" + context())
             svc.kill()
@@ -131,9 +149,10 @@ def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
         wait_until(lambda: gen.proc.poll() is not None, timeout=90,
                    message=lambda: "purchase generator did not finish" + context())
         assert gen.proc.returncode == 0, "purchase generator failed" + context()
-        wait_until(lambda: (service_must_live(), committed_progress(b.bootstrap) >= 7000)[1],
+        wait_until(lambda: (service_must_live(), progress() >= 7000)[1],
                    timeout=90, interval=0.1,
                    message=lambda: "service progress stuck below 7000" + context())
+        at_broker_kill = progress()
         b.kill()
         b.start()
 
@@ -153,7 +172,9 @@ def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
         assert (rep.purchases, rep.invoices, rep.shipments) == (N, N, N)
         assert svc.starts == 4 and b.starts == 2
         print(f"shop pipeline: {N} purchases exactly once in {time.monotonic() - t0:.1f}s"
-              f" (service killed 3x, broker killed 1x)")
+              f" (service killed 3x, broker killed 1x at committed offsets {at_broker_kill})")
+        assert at_broker_kill < N, "the broker was killed only after everything was processed"
     finally:
+        progress.close()
         for a in apps:
             a.close()

@@ -430,3 +430,13 @@ def test_corrupt_latest_snapshot_falls_back(tmp_path):
     assert log2.producer_state.last_entry(PID).last_sequence == 19
     assert log2.append(data(18, size=300)).base_offset == 18
     log2.close()
+
+
+def test_admin_marker_with_negative_coordinator_epoch_is_not_fenced(log):
+    log.append(data(0, txn=True))
+    end_txn(log, True, coordinator_epoch=3)
+    log.append(data(2, n=1, txn=True))
+    end_txn(log, False, coordinator_epoch=-1)      # KIP-664 admin abort
+    e = log.producer_state.last_entry(PID)
+    assert (e.current_txn_first_offset, e.coordinator_epoch) == (-1, 3)
+    assert log.aborted_transactions(0, log.log_end_offset) == [(PID, 3)]
