@@ -9,6 +9,12 @@
 
 When a test fails, the tail of the log of every broker it used is attached to
 the report (section "broker log").
+
+Running: ``make test`` (fetches the Java jars into ../ext first), or
+``MINIKAFKA_EXT=../ext .venv/bin/python -m pytest tests/integration -m "not slow"``
+for the quick set.  Java tests skip when $MINIKAFKA_EXT (default ../ext) lacks
+kafka-clients-4.1.0 or there is no JDK; ``python tests/java/setup_jars.py --ext
+../ext`` fetches the jars.
 """
 from __future__ import annotations
 

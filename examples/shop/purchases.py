@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 import time
 
 from .model import PURCHASES, Purchase, default_bootstrap, ensure_topics, purchase_id
 from .reading import read_topic
+from .txn import StuckClientError, bounded
 
 log = logging.getLogger("shop.purchases")
 
@@ -25,6 +27,13 @@ log = logging.getLogger("shop.purchases")
 def existing_ids(bootstrap: str, topic: str) -> set[str]:
     return {r.key.decode() for r in read_topic(bootstrap, topic, client_id="shop-purchases-scan")
             if r.key is not None}
+
+
+def _close_quietly(producer) -> None:
+    try:
+        producer.close(timeout=0)
+    except Exception:
+        pass
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -57,7 +66,7 @@ def generate(args: argparse.Namespace) -> int:
                 for i in chunk:
                     p = Purchase.generate(i, seed=args.seed)
                     producer.send(args.topic, key=p.key, value=p.to_json())
-                producer.commit_transaction()
+                bounded(producer, "commit_transaction", args.txn_call_timeout_s)
                 done += len(chunk)
                 if args.rate > 0:  # pace: done purchases should take done/rate seconds
                     ahead = done / args.rate - (time.monotonic() - t0)
@@ -66,13 +75,10 @@ def generate(args: argparse.Namespace) -> int:
             producer.close(timeout=5)
             print(f"purchases: done ({done} written)", flush=True)
             return 0
-        except KafkaError as exc:
+        except (KafkaError, StuckClientError) as exc:
             log.warning("purchases: %r; re-scanning and resuming", exc)
             if producer is not None:
-                try:
-                    producer.close(timeout=1)
-                except Exception:
-                    pass
+                threading.Thread(target=_close_quietly, args=(producer,), daemon=True).start()
             if attempts >= args.max_attempts:
                 log.error("purchases: giving up after %d attempts", attempts)
                 return 1
@@ -90,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=4)
     p.add_argument("--partitions", type=int, default=3, help="if the topic must be created")
     p.add_argument("--transactional-id", default="shop-purchases")
+    p.add_argument("--txn-call-timeout-s", type=float, default=30.0,
+                   help="deadline for commit before the producer is rebuilt")
     p.add_argument("--max-attempts", type=int, default=20)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,

@@ -30,8 +30,10 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 
+from .txn import StuckClientError, bounded
 from .model import (INVOICES, PURCHASES, SHIPMENTS, Purchase, default_bootstrap, dumps,
                     ensure_topics, invoice_for, shipment_for)
 
@@ -82,14 +84,26 @@ class Service:
         log.info("%s: transactional producer ready, consumer subscribed to %s (group %s)",
                  self.instance_name, a.purchases, a.group)
 
-    def _close(self) -> None:
-        for c in (self.consumer, self.producer):
-            if c is not None:
-                try:
-                    c.close(timeout=2) if c is self.producer else c.close(autocommit=False)
-                except Exception as exc:  # closing a broken client: log and move on
-                    log.debug("close: %r", exc)
+    def _close(self, abandon: bool = False) -> None:
+        """Close both clients; ``abandon``: the producer is wedged, close it in
+        the background (its successor fences it anyway)."""
+        producer, consumer = self.producer, self.consumer
         self.consumer = self.producer = None
+        if consumer is not None:
+            try:
+                consumer.close(autocommit=False)
+            except Exception as exc:  # closing a broken client: log and move on
+                log.debug("consumer close: %r", exc)
+        if producer is not None:
+            def close_producer() -> None:
+                try:
+                    producer.close(timeout=0 if abandon else 2)
+                except Exception as exc:
+                    log.debug("producer close: %r", exc)
+            if abandon:
+                threading.Thread(target=close_producer, daemon=True).start()
+            else:
+                close_producer()
 
     # -- the loop ---------------------------------------------------------------
     def run(self) -> int:
@@ -106,12 +120,12 @@ class Service:
                 log.error("%s: fenced by a newer instance (%r): exiting", self.instance_name, exc)
                 self._close()
                 return 3
-            except KafkaError as exc:
+            except (KafkaError, StuckClientError) as exc:
                 if not self.running:
                     break
                 log.warning("%s: client error %r: rebuilding producer and consumer",
                             self.instance_name, exc)
-                self._close()
+                self._close(abandon=isinstance(exc, StuckClientError))
                 time.sleep(1)
         self._close()
         log.info("%s: stopped after %d purchases in %d transactions",
@@ -140,14 +154,16 @@ class Service:
                 offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
             if a.work_ms:  # simulated processing time (demos and tests)
                 time.sleep(a.work_ms / 1000)
-            p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
-            p.commit_transaction()
+            bounded(p, "send_offsets_to_transaction", a.txn_call_timeout_s, offsets,
+                    self.consumer.group_metadata())
+            bounded(p, "commit_transaction", a.txn_call_timeout_s)
         except FENCED:
             raise
         except KafkaError as exc:
             log.warning("%s: transaction failed (%r): aborting and re-reading the batch",
                         self.instance_name, exc)
-            p.abort_transaction()  # if even this fails, run() rebuilds both clients
+            bounded(p, "abort_transaction", a.txn_call_timeout_s)  # if this fails too,
+            # run() rebuilds both clients
             for tp, records in batch.items():
                 try:
                     self.consumer.seek(tp, records[0].offset)
@@ -180,6 +196,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transaction-timeout-ms", type=int, default=60_000)
     p.add_argument("--dynamic-membership", action="store_true",
                    help="no group.instance.id (a restart then waits for the old session to expire)")
+    p.add_argument("--txn-call-timeout-s", type=float, default=30.0,
+                   help="deadline for send_offsets/commit/abort before the clients are rebuilt")
     p.add_argument("--work-ms", type=int, default=0,
                    help="simulated processing time per polled batch, inside the transaction")
     p.add_argument("--kafka-log-level", default=os.environ.get("SHOP_KAFKA_LOG_LEVEL", "WARNING"),

@@ -119,7 +119,7 @@ def test_shop_exactly_once_through_kills(broker_factory, tmp_path):
     gen = App("purchases", ["examples.shop.purchases", "--count", str(N), "--rate", "1500",
                             "--txn-size", "100"], tmp_path, b.bootstrap)
     svc = App("service", ["examples.shop.service", "--max-poll-records", "100",
-                                     "--work-ms", "80"], tmp_path,
+                                     "--work-ms", "80", "--txn-call-timeout-s", "10"], tmp_path,
               b.bootstrap)
     apps = [gen, svc]
     progress = Progress(b.bootstrap)
