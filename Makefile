@@ -9,7 +9,7 @@ EXT     ?= $(abspath ..)/ext
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
 	# broker start does not recompile every module from source.
 	$(PY) -m compileall -q -j 0 $(VENV)/lib broker protocol storage coordinator > /dev/null || true
