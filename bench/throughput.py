@@ -158,12 +158,20 @@ def bench_consume(bootstrap, topic, expected, committed):
     return got / dt, nbytes / dt / 1e6, dt
 
 
+def best_of(runs, fn, key):
+    """Run `fn` `runs` times and keep the result with the highest `key` (single short runs
+    on a small shared machine vary by a third; the best run shows what the broker can do)."""
+    results = [fn() for _ in range(max(1, runs))]
+    return max(results, key=key)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--only", default="produce,idempotent,txn10,txn1000,consume,committed")
     ap.add_argument("--bootstrap", help="use a running broker instead of starting one (no ready/RSS rows)")
+    ap.add_argument("--runs", type=int, default=2, help="runs per case; the table shows the best (default 2)")
     args = ap.parse_args()
     only = set(args.only.split(","))
     b = External(args.bootstrap) if args.bootstrap else Broker([])
@@ -175,30 +183,36 @@ def main():
             rows.append(("idle RSS", f"{b.rss_mb():.1f} MB", "", ""))
         topic = None
         if "produce" in only:
-            topic, rps, mbps, dt = bench_produce(b.bootstrap, args.records, args.size, False)
+            topic, rps, mbps, dt = best_of(args.runs, lambda: bench_produce(b.bootstrap, args.records, args.size, False),
+                                           key=lambda r: r[1])
             rows.append(("produce acks=all", f"{rps:,.0f} rec/s", f"{mbps:,.1f} MB/s", f"{dt:.1f} s"))
         if "idempotent" in only:
-            t, rps, mbps, dt = bench_produce(b.bootstrap, args.records, args.size, True)
+            t, rps, mbps, dt = best_of(args.runs, lambda: bench_produce(b.bootstrap, args.records, args.size, True),
+                                       key=lambda r: r[1])
             topic = topic or t
             rows.append(("produce acks=all idempotent", f"{rps:,.0f} rec/s", f"{mbps:,.1f} MB/s", f"{dt:.1f} s"))
         txn_topic = None
         if "txn10" in only:
-            t, rps, cps, dt = bench_txn(b.bootstrap, min(args.records, 20_000), args.size, 10)
+            t, rps, cps, dt = best_of(args.runs, lambda: bench_txn(b.bootstrap, min(args.records, 20_000), args.size, 10),
+                                      key=lambda r: r[1])
             rows.append(("txn 10 rec/commit", f"{rps:,.0f} rec/s", f"{cps:,.0f} commits/s", f"{dt:.1f} s"))
         if "txn1000" in only:
-            txn_topic, rps, cps, dt = bench_txn(b.bootstrap, args.records, args.size, 1000)
+            txn_topic, rps, cps, dt = best_of(args.runs, lambda: bench_txn(b.bootstrap, args.records, args.size, 1000),
+                                              key=lambda r: r[1])
             rows.append(("txn 1000 rec/commit", f"{rps:,.0f} rec/s", f"{cps:,.1f} commits/s", f"{dt:.1f} s"))
         if "consume" in only and topic:
-            rps, mbps, dt = bench_consume(b.bootstrap, topic, args.records, False)
+            rps, mbps, dt = best_of(args.runs, lambda: bench_consume(b.bootstrap, topic, args.records, False),
+                                    key=lambda r: r[0])
             rows.append(("consume read_uncommitted", f"{rps:,.0f} rec/s", f"{mbps:,.1f} MB/s", f"{dt:.1f} s"))
         if "committed" in only and txn_topic:
             n = (args.records // 1000) * 1000
-            rps, mbps, dt = bench_consume(b.bootstrap, txn_topic, n, True)
+            rps, mbps, dt = best_of(args.runs, lambda: bench_consume(b.bootstrap, txn_topic, n, True),
+                                    key=lambda r: r[0])
             rows.append(("consume read_committed", f"{rps:,.0f} rec/s", f"{mbps:,.1f} MB/s", f"{dt:.1f} s"))
     finally:
         b.close()
     print(f"\nminikafka benchmark: {args.records:,} records of {args.size} B, confluent-kafka "
-          f"{__import__('confluent_kafka').libversion()[0]}, {os.cpu_count()} cores\n")
+          f"{__import__('confluent_kafka').libversion()[0]}, {os.cpu_count()} cores, best of {args.runs} run(s)\n")
     w = [max(len(r[i]) for r in rows + [("case", "rate", "throughput", "time")]) for i in range(4)]
     print("  ".join(h.ljust(w[i]) for i, h in enumerate(("case", "rate", "throughput", "time"))))
     print("  ".join("-" * x for x in w))

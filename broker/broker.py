@@ -248,7 +248,7 @@ class BrokerTxnIO:
         t = now_ms()
         lg.append(rec.build_batch([rec.Record(0, t, key, value, [])]), origin="coordinator")
         if durable:
-            await trio.to_thread.run_sync(lg.flush)
+            await trio.to_thread.run_sync(lg.flush, True)
 
     async def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
         return await self.broker.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)

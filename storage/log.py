@@ -633,15 +633,17 @@ class UnifiedLog:
         self._rebuild_producer_state()
 
     # ------------------------------------------------------------------ flush / close
-    def flush(self) -> None:
+    def flush(self, data_only: bool = False) -> None:
         """fsync every segment that may hold data past the recovery point, then advance it.
-        Safe to run in a worker thread while the owner keeps appending."""
+        Safe to run in a worker thread while the owner keeps appending. With
+        ``data_only`` the index files are not synced (recovery rebuilds them from the
+        data), which is what a latency-sensitive commit point needs."""
         end = self.next_offset
         segments = list(self.segments)
         bases = [s.base_offset for s in segments]
         start = max(0, bisect_right(bases, self.recovery_point) - 1)
         for seg in segments[start:]:
-            seg.flush()
+            seg.flush(data_only)
         if end > self.recovery_point:
             self.recovery_point = end
         self._unflushed_messages = 0

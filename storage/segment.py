@@ -504,8 +504,8 @@ class LogSegment:
         self.recover(from_last_index_entry=self.offset_index.entries > 0)
         return removed
 
-    def flush(self) -> None:
-        """fsync the log and index files (safe to call from another thread)."""
+    def flush(self, data_only: bool = False) -> None:
+        """fsync the log and (unless ``data_only``) index files (safe to call from another thread)."""
         fd = self._fd
         synced = False
         if fd is not None:
@@ -523,6 +523,8 @@ class LogSegment:
                 os.fsync(f)
             finally:
                 os.close(f)
+        if data_only:
+            return
         for idx in (self.offset_index, self.time_index, self.txn_index):
             try:
                 idx.flush()
