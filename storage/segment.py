@@ -35,7 +35,6 @@ _OFFSET_LENGTH = struct.Struct(">qi")
 _HEADER_SIZE = rec.HEADER_SIZE
 _unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
 _make_header = BatchHeader._make
-_crc32c = rec.crc32c
 
 # read granularity when scanning a file batch by batch
 _SCAN_CHUNK = 1 << 20
@@ -407,7 +406,7 @@ class LogSegment:
                     if len(buf) < size:
                         reason = "short read"
                         break
-                crc = _crc32c(memoryview(buf)[off + 21: off + size])
+                crc = rec.crc32c(memoryview(buf)[off + 21: off + size])
                 if crc != h.crc:
                     reason = f"CRC mismatch (stored {h.crc}, computed {crc})"
                     break
