@@ -6,7 +6,8 @@ management), accepted while the group is Empty. v2-4 carry a retention time
 from protocol.errors import ErrorCode
 
 from coordinator.group import OffsetValue
-from .group_common import coordinator, now_ms, partition_exists, resolve_topic
+from .common import resolve_topic
+from .group_common import coordinator, now_ms, partition_exists
 
 API_KEY = 8
 VERSIONS = (2, 9)

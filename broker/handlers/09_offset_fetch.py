@@ -6,7 +6,8 @@ UNSTABLE_OFFSET_COMMIT for partitions with a pending transactional commit
 (KIP-447); v10 names topics by id (unstable here)."""
 from protocol.errors import ErrorCode
 
-from .group_common import coordinator, resolve_topic, topic_id_of
+from .common import resolve_topic
+from .group_common import coordinator, topic_id_of
 
 API_KEY = 9
 VERSIONS = (1, 9)

@@ -44,11 +44,3 @@ def topic_id_of(broker, name: str):
     return getattr(info, "topic_id", None) if info is not None else None
 
 
-def resolve_topic(broker, name, topic_id, by_id: bool):
-    """(name, error) for a request topic that carries a name (old versions) or an id (v10)."""
-    if by_id:
-        info = broker.topic_by_id(topic_id)
-        if info is None:
-            return None, ErrorCode.UNKNOWN_TOPIC_ID
-        return info.name, None
-    return name, None
