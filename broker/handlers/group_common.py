@@ -7,7 +7,6 @@ import time
 
 import trio
 
-from protocol.errors import ErrorCode
 
 # DescribeGroups authorized operations with no authorizer: READ, DELETE, DESCRIBE.
 GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8)
