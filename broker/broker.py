@@ -10,6 +10,7 @@ from collections import defaultdict
 import trio
 
 from protocol.errors import ErrorCode, KafkaError
+from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.log_manager import LogManager
 from coordinator.producer_ids import ProducerIdManager
@@ -61,6 +62,7 @@ class Broker:
     # ------------------------------------------------------------ lifecycle
     def load(self) -> None:
         self.logs.load()
+        self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
@@ -94,6 +96,25 @@ class Broker:
                            self.txn_coordinator.expire_transactional_ids)
         for key, factor in (("producer.id.expiration.check.interval.ms", 1),):
             nursery.start_soon(self._every, self.config[key], self._expire_producers)
+        if self.config["log.cleaner.enable"]:
+            nursery.start_soon(self._every, max(self.config["log.cleaner.backoff.ms"], 10), self._clean_logs)
+
+    async def _clean_logs(self) -> None:
+        """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
+        worker thread (immutable segments only), swap them in here, in the log's owner."""
+        cleaner = self.log_cleaner
+        plan = cleaner.plan(now_ms())
+        if plan is None:
+            return
+        try:
+            try:
+                result = await trio.to_thread.run_sync(cleaner.build, plan, abandon_on_cancel=True)
+            except trio.Cancelled:
+                cleaner.abort(plan)  # shutdown: the thread stops at its next batch, files are removed
+                raise
+            cleaner.commit(plan, result)
+        except Exception as e:
+            cleaner.handle_error(plan, e)
 
     async def _group_timers(self) -> None:
         """Drive the group coordinator's timers (it takes explicit times, never sleeps)."""
@@ -150,7 +171,9 @@ class Broker:
         if name in topics:
             return topics[name]
         n = self.config["offsets.topic.num.partitions" if name == OFFSETS_TOPIC else "transaction.state.log.num.partitions"]
-        return self.create_topic(name, n, {"cleanup.policy": "compact", "segment.bytes": "104857600"})
+        seg = self.config["offsets.topic.segment.bytes" if name == OFFSETS_TOPIC
+                          else "transaction.state.log.segment.bytes"]
+        return self.create_topic(name, n, {"cleanup.policy": "compact", "segment.bytes": str(seg)})
 
     @staticmethod
     def is_internal(name: str) -> bool:

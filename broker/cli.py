@@ -45,9 +45,24 @@ def main(argv: list[str] | None = None) -> None:
         trio.run(run, config)
     except KeyboardInterrupt:
         pass
-    except OSError as e:
-        print(f"minikafka: cannot start: {e}", file=sys.stderr)
+    except (OSError, BaseExceptionGroup) as e:
+        # trio reports a failed bind (port in use, bad address) inside an exception group
+        err = _first_os_error(e)
+        if err is None:
+            raise
+        print(f"minikafka: cannot start: {err}", file=sys.stderr)
         sys.exit(1)
+
+
+def _first_os_error(e: BaseException) -> OSError | None:
+    if isinstance(e, OSError):
+        return e
+    if isinstance(e, BaseExceptionGroup):
+        for sub in e.exceptions:
+            found = _first_os_error(sub)
+            if found is not None:
+                return found
+    return None
 
 
 def configure_logging(level: str = "INFO", config_file: str | None = None) -> None:

@@ -36,6 +36,13 @@ def _at_least(lo):
     return check
 
 
+def _between(lo, hi):
+    def check(v):
+        if not lo <= v <= hi:
+            raise ValueError(f"must be between {lo} and {hi}")
+    return check
+
+
 def _one_of(*choices):
     def check(v):
         if v not in choices:
@@ -66,16 +73,25 @@ DEFS: dict[str, tuple] = {
     "log.index.interval.bytes": (int, 4096, _at_least(0), "Bytes between offset index entries"),
     "log.message.timestamp.type": (str, "CreateTime", _one_of("CreateTime", "LogAppendTime"), "Timestamp type of new topics"),
     "log.cleanup.policy": (_list, ["delete"], None, "delete and/or compact"),
+    "log.cleaner.enable": (_bool, True, None, "Run the log cleaner (compaction of cleanup.policy=compact topics)"),
+    "log.cleaner.backoff.ms": (int, 15000, _at_least(0), "Pause between log cleaner rounds (each cleans at most one partition)"),
+    "log.cleaner.min.cleanable.ratio": (float, 0.5, _between(0, 1), "Default min.cleanable.dirty.ratio: dirty/total bytes above which a log is cleaned"),
+    "log.cleaner.delete.retention.ms": (int, 86400000, _at_least(0), "Default delete.retention.ms: how long tombstones and empty transaction markers survive cleaning"),
+    "log.cleaner.min.compaction.lag.ms": (int, 0, _at_least(0), "Default min.compaction.lag.ms: records younger than this are not compacted"),
+    "log.cleaner.max.compaction.lag.ms": (int, LONG_MAX, _at_least(1), "Default max.compaction.lag.ms: dirty records older than this force a cleaning"),
+    "log.cleaner.dedupe.buffer.size": (int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
     "message.max.bytes": (int, 1048588, _at_least(0), "Largest record batch accepted"),
     "socket.request.max.bytes": (int, 104857600, _at_least(1), "Largest request frame accepted"),
     "compression.type": (str, "producer", None, "Topic compression (producer keeps what the producer sent)"),
     "offsets.topic.num.partitions": (int, 50, _at_least(1), "Partitions of __consumer_offsets"),
+    "offsets.topic.segment.bytes": (int, 104857600, _at_least(14), "segment.bytes of __consumer_offsets (small segments compact sooner)"),
     "offsets.retention.minutes": (int, 10080, _at_least(1), "Committed offsets of empty groups expire after this"),
     "offsets.retention.check.interval.ms": (int, 600000, _at_least(1), "How often expired offsets are removed"),
     "group.initial.rebalance.delay.ms": (int, 3000, _at_least(0), "Wait for more members before the first rebalance"),
     "group.min.session.timeout.ms": (int, 6000, _at_least(0), "Smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": (int, 1800000, _at_least(0), "Largest session timeout a member may ask for"),
     "transaction.state.log.num.partitions": (int, 50, _at_least(1), "Partitions of __transaction_state"),
+    "transaction.state.log.segment.bytes": (int, 104857600, _at_least(14), "segment.bytes of __transaction_state (small segments compact sooner)"),
     "transaction.max.timeout.ms": (int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),
     "transactional.id.expiration.ms": (int, 604800000, _at_least(1), "Idle transactional ids are removed after this"),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
@@ -102,7 +118,7 @@ IGNORED = {
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "min.insync.replicas",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-    "zookeeper.connect", "log.cleaner.enable", "unclean.leader.election.enable",
+    "zookeeper.connect", "unclean.leader.election.enable",
 }
 
 

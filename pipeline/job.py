@@ -79,6 +79,7 @@ def build_spark(args: argparse.Namespace):
          .appName(f"minikafka-shop-revenue-{args.source}")
          .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
          .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.streaming.minBatchesToRetain", "10"))
     if args.jars:

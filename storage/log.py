@@ -26,6 +26,7 @@ from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
 from storage.checkpoint import (read_partition_metadata, write_partition_metadata)
 from storage.config import COMPRESSION_CODECS, LONG_MAX, LogConfig
+from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
 from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker
 from storage.transaction_index import AbortedTxn
@@ -138,6 +139,8 @@ class UnifiedLog:
         """Open the segments, recovering what may be damaged (Kafka's ``LogLoader``)."""
         bases = []
         present: dict[int, set[str]] = {}
+        # a cleaner swap interrupted after its commit point is completed; its segments are re-validated
+        swapped = set(complete_interrupted_swaps(self.dir))
         for fname in os.listdir(self.dir):
             path = os.path.join(self.dir, fname)
             if fname.endswith(_TMP_SUFFIXES) or fname.endswith(SWAP_SUFFIX):
@@ -173,7 +176,9 @@ class UnifiedLog:
                 seg = segments[i]
                 is_last = i == len(segments) - 1
                 truncated = 0
-                if i >= first_unflushed and not had_clean_shutdown:
+                if seg.base_offset in swapped:
+                    truncated = seg.recover()
+                elif i >= first_unflushed and not had_clean_shutdown:
                     missing = self._missing_index_files(seg)
                     if missing:
                         log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
@@ -264,6 +269,8 @@ class UnifiedLog:
         if is_from_client:
             for _, h in batches:
                 _validate_client_batch(h, self.name)
+            if config.compact_enabled:
+                _validate_keys_for_compaction(buf, batches, self.name)
         if config.message_timestamp_type == "CreateTime" and (
                 config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX):
             for _, h in batches:
@@ -516,6 +523,16 @@ class UnifiedLog:
             return epoch, self.next_offset
         return -1, -1
 
+    def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
+        """Put ``new_segment`` where the adjacent ``old_segments`` were (in memory only: the
+        cleaner has already swapped the files; Kafka's ``replaceSegments``)."""
+        dead = {id(s) for s in old_segments}
+        at = next(i for i, s in enumerate(self.segments) if id(s) in dead)
+        rest = [s for s in self.segments if id(s) not in dead]
+        rest.insert(at, new_segment)
+        self.segments = rest
+        self._bases = [s.base_offset for s in rest]
+
     def _segment_end(self, seg: LogSegment) -> int:
         """Offset after the last offset held by ``seg`` (next segment's base, or LEO)."""
         i = bisect_right(self._bases, seg.base_offset)
@@ -696,6 +713,18 @@ def _validate_client_batch(h: rec.BatchHeader, name: str) -> None:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Invalid sequence number {h.base_sequence} in record batch with producerId "
                          f"{h.producer_id} in topic partition {name}.")
+
+
+def _validate_keys_for_compaction(buf, batches, name: str) -> None:
+    """Kafka's LogValidator: a compacted topic refuses records without a key (INVALID_RECORD)."""
+    for pos, h in batches:
+        if h.attributes & rec.CONTROL_FLAG:
+            continue
+        _, records = rec.decode_batch(buf, pos)
+        for r in records:
+            if r.key is None:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 f"Compacted topic cannot accept message without key in topic partition {name}.")
 
 
 def _validate_timestamps(h: rec.BatchHeader, now_ms: int, config: LogConfig, name: str) -> None:

@@ -2,13 +2,14 @@
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import describe_configs
 from ..config import DEFS, LONG_MAX
+from . import loggers
 
 API_KEY = 32
 VERSIONS = (1, 4)
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource / ConfigType values from DescribeConfigsResponse
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_LIST = 1, 2, 3, 5, 7
 
 
@@ -53,7 +54,14 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {res.resource_name}")
                 configs = _broker_configs(broker)
             elif res.resource_type == BROKER_LOGGER:
-                configs = []
+                if not res.resource_name:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+                if res.resource_name != str(broker.node_id):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but received {res.resource_name}")
+                configs = [{"name": name, "value": level, "read_only": False, "is_default": False,
+                            "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
+                            "config_type": 0, "documentation": None}
+                           for name, level in loggers.loggers().items()]
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")
             if res.configuration_keys is not None:

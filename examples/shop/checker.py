@@ -95,7 +95,7 @@ def check(bootstrap: str, purchases: str = PURCHASES, invoices: str = INVOICES,
     return rep
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m examples.shop.checker",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", default=default_bootstrap())
@@ -104,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shipments", default=SHIPMENTS)
     ap.add_argument("--expect", type=int, default=None, help="exact number of purchases")
     ap.add_argument("--wait", type=float, default=0, help="re-check for up to this many seconds")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     deadline = time.monotonic() + args.wait
     while True:
         rep = check(args.bootstrap, args.purchases, args.invoices, args.shipments, args.expect)

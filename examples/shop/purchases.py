@@ -85,7 +85,7 @@ def generate(args: argparse.Namespace) -> int:
             time.sleep(1)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m examples.shop.purchases", description=__doc__.split("\n\n")[0])
     p.add_argument("--bootstrap", default=default_bootstrap())
     p.add_argument("--topic", default=PURCHASES)
@@ -99,7 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--txn-call-timeout-s", type=float, default=30.0,
                    help="deadline for commit before the producer is rebuilt")
     p.add_argument("--max-attempts", type=int, default=20)
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     logging.getLogger("kafka").setLevel(logging.WARNING)

@@ -10,12 +10,17 @@ def bounded(producer, what: str, timeout_s: float, *args) -> None:
     """``producer.<what>(*args)`` with a deadline.
 
     kafka-python's ``send_offsets_to_transaction`` / ``commit_transaction`` /
-    ``abort_transaction`` wait without a timeout; kafka-python 3.0.x can wedge
-    when the broker dies while a transactional request is queued (its sender
-    never re-sends the request after rediscovering the coordinator).  Waiting
-    on the request's result with a deadline turns that into an error the
-    service recovers from by rebuilding its clients: the new producer's
-    ``init_transactions`` settles the abandoned transaction.
+    ``abort_transaction`` wait without a timeout, and kafka-python 3.0.12 can
+    drop a transactional request for good: in ``Sender._maybe_send_transactional_request``
+    ``target_node`` is assigned the coordinator before ``await_ready`` *raises*
+    (connection refused while the broker is down), so the ``except`` branch
+    looks the coordinator up again but the final ``if target_node is None:
+    retry(handler)`` does not re-enqueue the AddOffsetsToTxn/EndTxn request;
+    the caller then waits forever on a request that no longer exists.
+    Waiting on the request's result with a deadline turns that into an error
+    the service recovers from by rebuilding its clients: the new producer's
+    ``init_transactions`` fences the old one and settles the abandoned
+    transaction (and the consumer re-reads from the committed offsets).
     """
     tm = getattr(producer, "_transaction_manager", None)
     sender = getattr(producer, "_sender", None)

@@ -44,6 +44,7 @@ from pyspark.sql import SparkSession
 bootstrap, topic, jars, ckpt = sys.argv[1:5]
 spark = (SparkSession.builder.master("local[2]").appName("kafka-source-probe")
          .config("spark.jars", jars).config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "512m")
          .getOrCreate())
 spark.sparkContext.setLogLevel("WARN")

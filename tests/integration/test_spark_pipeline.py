@@ -250,6 +250,7 @@ def test_revenue_job_read_committed_exactly_once(broker, unique_topic, tmp_path,
         wait_until(lambda: not job.alive() or max(job.batches("offsets")) > planned,
                    timeout=60, interval=0.02,
                    message=lambda: "the job planned no batch for the new data" + job.describe())
+        assert job.alive(), "the spark job died on its own" + job.describe()
         in_flight = max(job.batches("offsets")) not in job.batches("commits")
         job.kill()
         job.start()

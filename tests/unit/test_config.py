@@ -58,3 +58,15 @@ def test_cli_refuses_invalid_value_at_start(tmp_path):
                         "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "log.segment.bytes" in r.stderr
+
+
+def test_cli_reports_a_port_in_use_in_one_line(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                            "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert "cannot start" in r.stderr and "Traceback" not in r.stderr

@@ -155,6 +155,17 @@ def test_healthcheck_dead_port():
 # compose files
 # --------------------------------------------------------------------------
 
+# Keys of the Compose specification used or plausible here: a typo fails.
+SERVICE_KEYS = {"build", "image", "hostname", "command", "entrypoint", "environment", "ports",
+                "volumes", "tmpfs", "healthcheck", "depends_on", "restart", "profiles",
+                "networks", "user", "working_dir", "container_name", "env_file", "labels"}
+BUILD_KEYS = {"context", "dockerfile", "args", "target"}
+HEALTHCHECK_KEYS = {"test", "interval", "timeout", "start_period", "start_interval", "retries",
+                    "disable"}
+TOP_KEYS = {"name", "services", "volumes", "networks", "configs", "secrets"}
+RESTART = {"no", "always", "on-failure", "unless-stopped"}
+
+
 def _dockerfile(compose_dir: Path, build: dict) -> tuple[Path, Path]:
     context = (compose_dir / build["context"]).resolve()
     return context, context / build.get("dockerfile", "Dockerfile")
@@ -163,8 +174,21 @@ def _dockerfile(compose_dir: Path, build: dict) -> tuple[Path, Path]:
 @pytest.mark.parametrize("name", COMPOSE_FILES)
 def test_compose_file_is_consistent(name):
     doc = load(name)
+    assert set(doc) <= TOP_KEYS, set(doc) - TOP_KEYS
     services = doc["services"]
     assert services
+    declared_volumes = set(doc.get("volumes") or {})
+    for sname, svc in services.items():
+        assert set(svc) <= SERVICE_KEYS, f"{sname}: unknown keys {set(svc) - SERVICE_KEYS}"
+        assert set(svc.get("build") or {}) <= BUILD_KEYS
+        assert set(svc.get("healthcheck") or {}) <= HEALTHCHECK_KEYS
+        assert svc.get("restart", "no") in RESTART
+        for v in svc.get("volumes") or []:
+            src = v.split(":", 1)[0]
+            if not src.startswith((".", "/")):
+                assert src in declared_volumes, f"{sname}: volume {src} not declared"
+        for port in svc.get("ports") or []:
+            assert re.fullmatch(r"\d+:\d+", str(port)), port
     images_built = {s["image"] for s in services.values() if "build" in s and "image" in s}
     known = broker_keys()
     for sname, svc in services.items():
@@ -221,9 +245,7 @@ def test_compose_commands_parse_with_their_programs():
             continue
         if svc["image"].startswith("minikafka-shop"):
             mod = importlib.import_module(cmd[0])
-            parser_args = cmd[1:]
-            if hasattr(mod, "parse_args"):
-                mod.parse_args(parser_args)
+            mod.parse_args(cmd[1:])  # SystemExit on an unknown or malformed option
         elif svc["image"].startswith("minikafka-spark"):
             args = parse_args(cmd)
             assert args.source == "kafka"
@@ -275,6 +297,12 @@ def test_dockerfile(name):
     for part in entry:
         if part.startswith("/opt/minikafka/"):
             assert (REPO_ROOT / part.removeprefix("/opt/minikafka/")).is_file()
+    ignore = (DOCKER / f"{name}.dockerignore").read_text().split()
+    assert ".venv" in ignore and ".git" in ignore, "the repo-root context must not ship the venv"
+    for op, rest in ins:
+        if op == "COPY":
+            for src in rest.split()[:-1]:
+                assert src not in ignore, f"{name}: COPY {src} is excluded by its .dockerignore"
     if name == "Dockerfile":
         assert any(op == "VOLUME" and "/var/lib/minikafka/data" in rest for op, rest in ins)
         hc = next(rest for op, rest in ins if op == "HEALTHCHECK")

@@ -1,0 +1,12 @@
+"""SaslAuthenticate (36): PLAINTEXT listeners only; answered as Kafka's
+KafkaApis.handleSaslAuthenticateRequest does outside a SASL exchange."""
+from protocol.errors import ErrorCode
+
+API_KEY = 36
+VERSIONS = (0, 2)
+
+
+async def handle(conn, header, req):
+    return {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE),
+            "error_message": "SaslAuthenticate request received after successful authentication",
+            "auth_bytes": b"", "session_lifetime_ms": 0}

@@ -1,0 +1,43 @@
+"""ElectLeaders (43, KIP-460): one node is every partition's only replica and its
+leader, so no election is ever needed (ReplicationControlManager.electLeader):
+ELECTION_NOT_NEEDED per named partition (preferred: the preferred replica leads;
+unclean: there is a leader), UNKNOWN_TOPIC_OR_PARTITION for partitions we lack.
+``topic_partitions`` null means every partition: then, as in Kafka, partitions
+needing no election are left out (each topic still listed, with no results).
+An unknown election type fails the whole request with INVALID_REQUEST."""
+from protocol.errors import ErrorCode
+
+API_KEY = 43
+VERSIONS = (0, 2)
+
+PREFERRED, UNCLEAN = 0, 1
+NOT_NEEDED = "Leader election not needed for topic partition."  # Errors.ELECTION_NOT_NEEDED.message()
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    topics = broker.logs.topics()
+    if req.election_type not in (PREFERRED, UNCLEAN):
+        msg = f"Unknown election type {req.election_type}"
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_REQUEST), "replica_election_results": [
+            {"topic": t.topic, "partition_result": [
+                {"partition_id": p, "error_code": int(ErrorCode.INVALID_REQUEST), "error_message": msg}
+                for p in t.partitions]}
+            for t in (req.topic_partitions or [])]}
+    results = []
+    if req.topic_partitions is None:
+        results = [{"topic": name, "partition_result": []} for name in sorted(topics)]
+    else:
+        for t in req.topic_partitions:
+            parts = []
+            for p in t.partitions:
+                info = topics.get(t.topic)
+                if info is None:
+                    code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {t.topic}"
+                elif not 0 <= p < info.num_partitions:
+                    code, msg = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {t.topic}-{p}"
+                else:
+                    code, msg = ErrorCode.ELECTION_NOT_NEEDED, NOT_NEEDED
+                parts.append({"partition_id": p, "error_code": int(code), "error_message": msg})
+            results.append({"topic": t.topic, "partition_result": parts})
+    return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": results}

@@ -1,0 +1,151 @@
+"""Shared by AlterConfigs (33) and IncrementalAlterConfigs (44).
+
+Kafka splits the work in two (ConfigAdminManager.preprocess on the broker, then
+ConfigurationControlManager on the controller); one node does both here, with
+Kafka's checks and error codes:
+
+* a resource named twice: INVALID_REQUEST "Each resource must appear at most once."
+  for every copy; a config key twice in one resource: INVALID_REQUEST; a null value
+  (any op of the legacy API, a non-DELETE op of the incremental one): INVALID_REQUEST.
+* TOPIC: empty name INVALID_REQUEST, illegal name INVALID_TOPIC_EXCEPTION, then the
+  new override set is validated (INVALID_CONFIG: unknown name, bad value), then the
+  topic must exist (UNKNOWN_TOPIC_OR_PARTITION), as the controller orders it.
+* BROKER: the name is "" (cluster default) or this node's id, else INVALID_REQUEST.
+  Every broker property here is static, so setting any of them answers what Kafka
+  answers for a non-dynamic one: INVALID_REQUEST "Cannot update these configs
+  dynamically: Set(...)" (DynamicBrokerConfig.validateConfigs; KAFKA-13609 keeps it
+  INVALID_REQUEST). Deleting one is a no-op success, as in Kafka (nothing dynamic
+  to remove).
+* BROKER_LOGGER (incremental only): Python loggers stand in for log4j ones; see
+  :mod:`.loggers`.
+* CLIENT_METRICS and GROUP configs are not supported: INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
+from ..config import DEFS, _list
+from .common import topic_name_error
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def duplicate_resources(resources) -> set[int]:
+    """Indexes of resources whose (type, name) appears more than once."""
+    seen: dict[tuple, list[int]] = {}
+    for i, r in enumerate(resources):
+        seen.setdefault((r.resource_type, r.resource_name), []).append(i)
+    return {i for idxs in seen.values() if len(idxs) > 1 for i in idxs}
+
+
+def check_entries(configs, incremental: bool) -> None:
+    names = [c.name for c in configs]
+    if len(set(names)) != len(names):
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    nulls = [c.name for c in configs if c.value is None and not (incremental and c.config_operation == DELETE)]
+    if nulls:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+
+
+# ------------------------------------------------------------------ topics
+def _check_topic_name(name: str) -> None:
+    if name == "":
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
+    err = topic_name_error(name)
+    if err is not None:
+        raise KafkaError(err, f"Topic name {name!r} is illegal")
+
+
+def _topic_list_default(name: str) -> str | None:
+    """The topic config's Kafka default as a string (KafkaConfigSchema.getDefault)."""
+    d = CONFIG_DEFS_BY_NAME[name]
+    return format_value(d, list(d.default) if d.type == ConfigType.LIST else d.default)
+
+
+def _split(value: str | None) -> list[str]:
+    return [x for x in (value or "").split(",") if x]
+
+
+def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, str]:
+    """Apply SET/DELETE/APPEND/SUBTRACT to a topic's override set
+    (ConfigurationControlManager.incrementalAlterConfigResource)."""
+    new = dict(current)
+    for c in configs:
+        op = c.config_operation
+        if op == SET:
+            new[c.name] = c.value
+        elif op == DELETE:
+            new.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            d = CONFIG_DEFS_BY_NAME.get(c.name)
+            if d is None or c.name not in TOPIC_CONFIG_NAMES or d.type != ConfigType.LIST:
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            values = _split(new[c.name] if c.name in new else _topic_list_default(c.name))
+            if op == APPEND:
+                for v in c.value.split(","):
+                    if v not in values:
+                        values.append(v)
+            else:
+                for v in c.value.split(","):
+                    if v in values:
+                        values.remove(v)
+            new[c.name] = ",".join(values)
+        else:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+    return new
+
+
+def alter_topic(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+    _check_topic_name(name)
+    broker.default_log_config.with_overrides(overrides)  # INVALID_CONFIG before the existence check
+    if name not in broker.logs.topics():
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    broker.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+
+
+def topic_overrides(broker, name: str) -> dict[str, str]:
+    info = broker.logs.topics().get(name)
+    return dict(info.configs) if info is not None else {}
+
+
+# ------------------------------------------------------------------ broker
+def check_broker_name(broker, name: str) -> None:
+    if name == "":
+        return
+    try:
+        node = int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+    if node != broker.node_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+
+
+def alter_broker(configs, incremental: bool) -> None:
+    """Every broker property is static: refuse any that would be set."""
+    changed = []
+    for c in configs:
+        op = c.config_operation if incremental else SET
+        if op == DELETE:
+            continue
+        if op in (APPEND, SUBTRACT):
+            d = DEFS.get(c.name)
+            if d is None:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {c.name}")
+            if d[0] is not _list:
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {c.name}")
+        elif op != SET:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+        changed.append(c.name)
+    if changed:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Cannot update these configs dynamically: Set({', '.join(changed)})")
+
+
+def response_entry(res, err: KafkaError | None = None) -> dict:
+    return {"error_code": int(err.code) if err else 0, "error_message": err.message if err else None,
+            "resource_type": res.resource_type, "resource_name": res.resource_name}
