@@ -387,3 +387,19 @@ def test_wrong_producer_id_is_invalid_mapping(broker):
         r = c.request(26, 3, {"transactional_id": "mapper", "producer_id": init.producer_id,
                               "producer_epoch": init.producer_epoch, "committed": True})
         assert r.error_code == 48  # INVALID_TXN_STATE: nothing to commit in state Empty
+
+
+def test_idle_transactional_id_expires_with_a_tombstone(broker_factory):
+    b = broker_factory(overrides={"transactional.id.expiration.ms": 500,
+                                  "transaction.remove.expired.transaction.cleanup.interval.ms": 200})
+    tid = "short-lived"
+    with RawClient.to(b.bootstrap) as c:
+        c.request(10, 3, {"key": tid, "key_type": 1})
+        assert c.init_producer_id(tid).error_code == 0
+    assert describe_txn(b.bootstrap, tid).transaction_state == "Empty"
+    wait_until(lambda: describe_txn(b.bootstrap, tid).error_code == 105, 10)  # TRANSACTIONAL_ID_NOT_FOUND
+    tombstones = [r for h, records in raw_partition(b.bootstrap, "__transaction_state", partition_for(tid, 50))
+                  for r in records if r.key is not None and decode_key(r.key) == tid and r.value is None]
+    assert len(tombstones) == 1
+    b.restart()  # the tombstone keeps it gone after a reload
+    assert describe_txn(b.bootstrap, tid).error_code == 105
