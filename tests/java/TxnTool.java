@@ -131,6 +131,35 @@ public class TxnTool {
         return 0;
     }
 
+    // Subscribe with a group, read `expected` records, commitSync, print what was read.
+    static int groupConsume(Map<String, String> a) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, a.get("group"));
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, a.getOrDefault("isolation", "read_committed"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int expected = Integer.parseInt(a.get("expected"));
+        long deadline = System.currentTimeMillis() + Long.parseLong(a.getOrDefault("timeout-ms", "30000"));
+        int n = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+            c.subscribe(Arrays.asList(a.get("topics").split(",")));
+            while (n < expected && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    System.out.println("{\"type\":\"record\",\"topic\":" + js(r.topic()) + ",\"partition\":" + r.partition()
+                            + ",\"offset\":" + r.offset() + ",\"value\":" + js(r.value()) + "}");
+                    n++;
+                }
+            }
+            c.commitSync();
+            System.out.println("{\"type\":\"summary\",\"mode\":\"group-consume\",\"count\":" + n
+                    + ",\"assignment\":" + c.assignment().size() + "}");
+        }
+        return 0;
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = opts(argv);
         int rc;
@@ -138,6 +167,7 @@ public class TxnTool {
             case "produce": rc = produce(a); break;
             case "zombie": rc = zombie(a); break;
             case "consume": rc = consume(a); break;
+            case "group-consume": rc = groupConsume(a); break;
             default: throw new IllegalArgumentException("unknown mode " + argv[0]);
         }
         System.out.flush();
