@@ -149,3 +149,36 @@ def alter_broker(configs, incremental: bool) -> None:
 def response_entry(res, err: KafkaError | None = None) -> dict:
     return {"error_code": int(err.code) if err else 0, "error_message": err.message if err else None,
             "resource_type": res.resource_type, "resource_name": res.resource_name}
+
+
+def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_apply=None) -> dict:
+    """The per-resource loop shared by AlterConfigs and IncrementalAlterConfigs.
+
+    `topic_overrides_for(res)` gives a TOPIC resource's new override set (legacy:
+    exactly what was sent; incremental: the current set with the ops applied).
+    `logger_apply` handles BROKER_LOGGER, which only the incremental API supports.
+    """
+    dups = duplicate_resources(req.resources)
+    out = []
+    for i, res in enumerate(req.resources):
+        try:
+            if i in dups:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            check_entries(res.configs, incremental=incremental)
+            if res.resource_type == TOPIC:
+                alter_topic(broker, res.resource_name, topic_overrides_for(res), req.validate_only)
+            elif res.resource_type == BROKER:
+                check_broker_name(broker, res.resource_name)
+                alter_broker(res.configs, incremental=incremental)
+            elif res.resource_type == BROKER_LOGGER and logger_apply is not None:
+                logger_apply(broker, res.resource_name, res.configs, req.validate_only)
+            elif res.resource_type in (CLIENT_METRICS, GROUP):
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"Resource type {res.resource_type} is not supported by this broker")
+            else:
+                # includes BROKER_LOGGER for the legacy API, which never supported it
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {res.resource_type}")
+            out.append(response_entry(res))
+        except KafkaError as e:
+            out.append(response_entry(res, e))
+    return {"throttle_time_ms": 0, "responses": out}
