@@ -10,7 +10,7 @@ VERSIONS = (1, 4)
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource / ConfigType values from DescribeConfigsResponse
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_LIST = 1, 2, 3, 5, 7
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
 
 
 def _broker_configs(broker):
@@ -23,6 +23,8 @@ def _broker_configs(broker):
             text, ctype = str(value).lower(), TYPE_BOOLEAN
         elif isinstance(value, int):
             text, ctype = str(value), TYPE_LONG if abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX else TYPE_INT
+        elif isinstance(value, float):
+            text, ctype = str(value), TYPE_DOUBLE
         else:
             text, ctype = (None if value is None else str(value)), TYPE_STRING if parser is str else TYPE_LONG
         source = STATIC_BROKER_CONFIG if key in broker.config.originals else DEFAULT_CONFIG
