@@ -53,17 +53,36 @@ def random_kafka_uuid() -> uuid.UUID:
 # atomic writes
 # ---------------------------------------------------------------------------
 
-def fsync_dir(path: str) -> None:
+def fsync_path(path: str) -> None:
+    """fsync a file by path; a file that no longer exists is skipped (deleted meanwhile)."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    except FileNotFoundError:
         return
     try:
         os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
+
+
+def fsync_fd_or_path(fd: int | None, path: str) -> None:
+    """fsync through an open descriptor, or by path when there is none or it was closed
+    concurrently (a flush in a worker thread can race a segment roll)."""
+    if fd is not None:
+        try:
+            os.fsync(fd)
+            return
+        except OSError:
+            pass
+    fsync_path(path)
+
+
+def fsync_dir(path: str) -> None:
+    """Best effort: some file systems refuse fsync on directories."""
+    try:
+        fsync_path(path)
+    except OSError:
+        pass
 
 
 def atomic_write(path: str, data: bytes | str) -> None:

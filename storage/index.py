@@ -18,6 +18,8 @@ import sys
 from array import array
 from bisect import bisect_right
 
+from storage.checkpoint import fsync_fd_or_path
+
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _BIG_ENDIAN = sys.byteorder == "big"
@@ -59,21 +61,7 @@ class _IndexFile:
         os.replace(tmp, self.path)
 
     def flush(self) -> None:
-        fd = self._fd
-        if fd is not None:
-            try:
-                os.fsync(fd)
-                return
-            except OSError:
-                pass  # closed concurrently
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_fd_or_path(self._fd, self.path)
 
     def close(self) -> None:
         if self._fd is not None:

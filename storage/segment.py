@@ -16,6 +16,7 @@ from typing import Iterator, NamedTuple
 from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader
+from storage.checkpoint import fsync_fd_or_path
 from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from storage.transaction_index import TransactionIndex
 
@@ -505,23 +506,7 @@ class LogSegment:
 
     def flush(self, data_only: bool = False) -> None:
         """fsync the log and (unless ``data_only``) index files (safe to call from another thread)."""
-        fd = self._fd
-        synced = False
-        if fd is not None:
-            try:
-                os.fsync(fd)
-                synced = True
-            except OSError:
-                pass  # closed concurrently (segment rolled): sync through the path below
-        if not synced:
-            try:
-                f = os.open(self.log_path, os.O_RDONLY)
-            except FileNotFoundError:
-                return
-            try:
-                os.fsync(f)
-            finally:
-                os.close(f)
+        fsync_fd_or_path(self._fd, self.log_path)
         if data_only:
             return
         for idx in (self.offset_index, self.time_index, self.txn_index):

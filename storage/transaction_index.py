@@ -19,6 +19,8 @@ import os
 import struct
 from typing import NamedTuple
 
+from storage.checkpoint import fsync_path
+
 log = logging.getLogger("minikafka.storage")
 
 _ENTRY = struct.Struct(">hqqqq")
@@ -183,14 +185,7 @@ class TransactionIndex:
         if not self._dirty:
             return
         self._dirty = False
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(self.path)
 
     def delete(self) -> None:
         self._entries = []
