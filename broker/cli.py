@@ -27,8 +27,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", help="broker.properties file (Kafka property names)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="override one property; repeatable (as kafka-server-start.sh)")
-    parser.add_argument("--log-level", default=os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"))
-    parser.add_argument("--log-config", help="logging .ini file (see conf/logging.ini)")
+    parser.add_argument("--log-level", default=os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"),
+                        help="stderr log level (default INFO, or $MINIKAFKA_LOG_LEVEL)")
+    parser.add_argument("--log-config", help="logging .ini file instead (see conf/logging.ini)")
     args = parser.parse_args(argv)
 
     configure_logging(args.log_level, args.log_config)
