@@ -58,6 +58,7 @@ class Broker:
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
+        self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
 
     # ------------------------------------------------------------ lifecycle
     def load(self) -> None:
@@ -85,19 +86,31 @@ class Broker:
             self.txn_coordinator.skip_marker_for.add((topic, int(part)))
 
     async def start_background(self, nursery) -> None:
-        """Coordinators' background work: finish decided transactions, abort timed-out
-        ones, expire idle transactional ids."""
-        nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
+        """Finish transactions decided before a crash (before serving), then start the
+        periodic work: group timers, transaction timeouts and expiry, producer-state
+        expiry, retention, checkpoints and log cleaning."""
         await self.txn_coordinator.complete_pending(self._txn_pending)
         self._txn_pending = []
-        nursery.start_soon(self._every, self.config["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+        cfg = self.config
+        nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
+        nursery.start_soon(self._every, cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                            self.txn_coordinator.abort_timed_out)
-        nursery.start_soon(self._every, self.config["transaction.remove.expired.transaction.cleanup.interval.ms"],
+        nursery.start_soon(self._every, cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
                            self.txn_coordinator.expire_transactional_ids)
-        for key, factor in (("producer.id.expiration.check.interval.ms", 1),):
-            nursery.start_soon(self._every, self.config[key], self._expire_producers)
-        if self.config["log.cleaner.enable"]:
-            nursery.start_soon(self._every, max(self.config["log.cleaner.backoff.ms"], 10), self._clean_logs)
+        nursery.start_soon(self._every, cfg["producer.id.expiration.check.interval.ms"], self._expire_producers)
+        nursery.start_soon(self._every, cfg["log.retention.check.interval.ms"], self._retention)
+        # Kafka writes recovery-point checkpoints every 60 s; they only bound recovery work
+        nursery.start_soon(self._every, 60_000, self._checkpoint)
+        if cfg["log.cleaner.enable"]:
+            nursery.start_soon(self._every, max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs)
+
+    async def _retention(self) -> None:
+        deleted = self.logs.cleanup(now_ms())
+        if deleted:
+            log.info("retention deleted %d segment(s)", deleted)
+
+    async def _checkpoint(self) -> None:
+        await trio.to_thread.run_sync(self.logs.checkpoint)
 
     async def _clean_logs(self) -> None:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
@@ -134,9 +147,7 @@ class Broker:
                 log.exception("background task %s failed", getattr(fn, "__name__", fn))
 
     async def _expire_producers(self) -> None:
-        expire = getattr(self.logs, "expire_producers", None)
-        if expire is not None:
-            expire(now_ms(), self.config["producer.id.expiration.ms"])
+        self.logs.expire_producers(now_ms(), self.config["producer.id.expiration.ms"])
 
     def close(self) -> None:
         self.logs.close()

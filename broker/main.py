@@ -7,27 +7,11 @@ import socket
 
 import trio
 
-from .broker import Broker, now_ms
+from .broker import Broker
 from .config import parse_listener
 from .server import serve_listener
 
 log = logging.getLogger("minikafka")
-
-
-async def _retention_loop(broker: Broker):
-    interval = broker.config["log.retention.check.interval.ms"] / 1000
-    while True:
-        await trio.sleep(interval)
-        deleted = broker.logs.cleanup(now_ms())
-        if deleted:
-            log.info("retention deleted %d segment(s)", deleted)
-
-
-async def _checkpoint_loop(broker: Broker):
-    # Kafka writes recovery-point checkpoints every 60 s; they bound recovery work only.
-    while True:
-        await trio.sleep(60)
-        await trio.to_thread.run_sync(broker.logs.checkpoint)
 
 
 async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: bool = True) -> None:
@@ -53,8 +37,6 @@ async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: 
                     await nursery.start(serve_listener, broker, lst, name)
                 addresses.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
             await broker.start_background(nursery)
-            nursery.start_soon(_retention_loop, broker)
-            nursery.start_soon(_checkpoint_loop, broker)
             if config["metrics.listener"]:
                 from .metrics import serve_metrics
                 await nursery.start(serve_metrics, broker)

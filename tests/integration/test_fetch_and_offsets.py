@@ -8,6 +8,7 @@ import time
 import pytest
 
 from protocol import records as rec
+from harness import wait_until
 from rawclient import RawClient, make_batch
 
 BASE_TS = 1_700_000_000_000
@@ -118,3 +119,18 @@ def test_partition_max_bytes_returns_whole_batches_at_least_one(rolled):
 def test_out_of_range_fetch(rolled):
     with RawClient.to(rolled.bootstrap) as c:
         assert c.fetch("rolled", 0, 601).error_code == 1  # OFFSET_OUT_OF_RANGE
+
+
+def test_background_retention_advances_the_log_start(broker_factory):
+    b = broker_factory(overrides={"log.retention.check.interval.ms": 200})
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic("expiring", 1, {"retention.ms": "1000", "segment.bytes": "2048"}) == 0
+        old = int(time.time() * 1000) - 60_000  # records a minute old: past retention at once
+        for k in range(20):
+            recs = [rec.Record(10 * k + i, old, b"k", b"x" * 100, ()) for i in range(10)]
+            assert c.produce("expiring", 0, rec.build_batch(recs, base_offset=10 * k)).error_code == 0
+        wait_until(lambda: c.list_offset("expiring", 0, -2) > 0, 10)
+        start = c.list_offset("expiring", 0, -2)
+        assert c.list_offset("expiring", 0, -1) == 200  # the end never moves
+        assert c.fetch("expiring", 0, 0).error_code == 1  # below the start: OFFSET_OUT_OF_RANGE
+        assert c.fetch("expiring", 0, start).error_code == 0
