@@ -94,6 +94,10 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_
     except OSError as e:
         if e.errno not in (errno.ECONNRESET, errno.EPIPE):
             log.warning("connection from %s failed: %s", peer, e)
+    except Exception:
+        # Last resort: whatever one connection sent or triggered, it must not reach the
+        # listener's nursery (which would stop the broker). Close this connection only.
+        log.exception("closing connection from %s after an unexpected error", peer)
     finally:
         broker.metrics.connections -= 1
         with trio.CancelScope(shield=True):
@@ -119,8 +123,8 @@ async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
         raise ProtocolViolation(f"unsupported version {version} of {schema.API_NAMES[api_key]}")
     try:
         header, body = schema.decode_request(frame)
-    except (SchemaError, KeyError, ValueError) as e:
-        raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e}") from None
+    except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
+        raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
     started = time.perf_counter()
     try:
         response = await handler.handle(conn, header, body)

@@ -89,6 +89,8 @@ uvarint = UVarInt()
 
 
 def _read(stream, n):
+    if n > _remaining(stream):  # also keeps absurd varint lengths away from read()
+        raise SchemaError(f"truncated: wanted {n} bytes, {_remaining(stream)} left")
     data = stream.read(n)
     if len(data) != n:
         raise SchemaError(f"truncated: wanted {n} bytes, got {len(data)}")
@@ -107,9 +109,8 @@ class KString(Construct):
         if n < 0:
             if n == -1 and self.nullable:
                 return None
-            if n == -1:
-                return None  # Kafka's reader rejects this; a lenient None is safer for handlers
-            raise SchemaError("negative string length")
+            # Kafka's generated readers refuse both ("non-nullable field was serialized as null")
+            raise SchemaError("null in a non-nullable string" if n == -1 else "negative string length")
         try:
             return _read(stream, n).decode("utf-8")
         except UnicodeDecodeError as e:
@@ -135,9 +136,9 @@ class KBytes(Construct):
     def _parse(self, stream, context, path):
         n = uvarint._parse(stream, context, path) - 1 if self.compact else Int32sb._parse(stream, context, path)
         if n < 0:
-            if n == -1:
+            if n == -1 and self.nullable:
                 return None
-            raise SchemaError("negative bytes length")
+            raise SchemaError("null in a non-nullable bytes field" if n == -1 else "negative bytes length")
         return _read(stream, n)
 
     def _build(self, obj, stream, context, path):
@@ -167,14 +168,16 @@ ZERO_UUID = uuidlib.UUID(int=0)
 class KArray(Construct):
     """Array: int32 count (classic) or uvarint count+1 (compact); null = -1 / 0."""
 
-    def __init__(self, elem: Construct, compact: bool):
+    def __init__(self, elem: Construct, compact: bool, nullable: bool = False):
         super().__init__()
-        self.elem, self.compact = elem, compact
+        self.elem, self.compact, self.nullable = elem, compact, nullable
 
     def _parse(self, stream, context, path):
         n = uvarint._parse(stream, context, path) - 1 if self.compact else Int32sb._parse(stream, context, path)
         if n < 0:
-            return None
+            if n == -1 and self.nullable:
+                return None
+            raise SchemaError("null in a non-nullable array" if n == -1 else "negative array count")
         # A count far beyond the bytes left is malformed; refuse before allocating.
         if n > _remaining(stream):
             raise SchemaError(f"array count {n} exceeds remaining bytes")
@@ -344,9 +347,9 @@ def _type_con(c: dict, version: int, flexible: bool) -> Construct:
         inner = build_struct(c["f"], version, flexible)
         return NullableStruct(inner) if nullable else inner
     if t == "[]struct":
-        return KArray(build_struct(c["f"], version, flexible), compact)
+        return KArray(build_struct(c["f"], version, flexible), compact, nullable)
     if t.startswith("[]"):
-        return KArray(_type_con({"t": t[2:]}, version, flexible), compact)
+        return KArray(_type_con({"t": t[2:]}, version, flexible), compact, nullable)
     if t == "string":
         return KString(compact, nullable)
     if t in ("bytes", "records"):

@@ -7,41 +7,7 @@ import uuid
 import pytest
 
 from protocol import schema
-
-
-def _advertised():
-    from broker import handlers
-    for key, mod in sorted(handlers.REGISTRY.items()):
-        lo, hi = getattr(mod, "UNSTABLE_VERSIONS", mod.VERSIONS)
-        for v in range(lo, hi + 1):
-            yield key, v
-
-
-def _sample(con, depth=0):
-    """A value exercising every field of a struct with non-default data."""
-    out = {}
-    fields = con.fields + (con.tagged or [])
-    for f in fields:
-        out[f.name] = _value(f.con, depth)
-    return out
-
-
-def _value(con, depth):
-    from construct import Flag, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb, Float64b
-    if isinstance(con, schema.KStruct):
-        return _sample(con, depth + 1)
-    if isinstance(con, schema.NullableStruct):
-        return _sample(con.inner, depth + 1)
-    if isinstance(con, schema.KArray):
-        return [_value(con.elem, depth + 1) for _ in range(2)] if depth < 4 else []
-    if isinstance(con, schema.KString):
-        return "s\u00e9"
-    if isinstance(con, schema.KBytes):
-        return b"\x00\x01bytes"
-    if isinstance(con, schema.KUuid):
-        return uuid.UUID(int=0x1234)
-    return {Flag: True, Int8sb: -3, Int16sb: -300, Int16ub: 65000, Int32sb: -70000, Int32ub: 4000000000,
-            Int64sb: -(1 << 40), Float64b: 1.5}[con]
+from schema_samples import advertised as _advertised, sample as _sample
 
 
 @pytest.mark.parametrize("key,version", list(_advertised()))
