@@ -294,3 +294,23 @@ def test_idempotent_clients_exactly_once_across_two_crashes(broker_factory, uniq
     where = {int(r[3].split(b":", 2)[1]): (r[0], r[1]) for r in records}
     wrong = [(i, acked[i], where.get(i)) for i in range(N_RECORDS) if acked[i] != where.get(i)]
     assert not wrong, f"{len(wrong)} records not at their acknowledged position; first: {wrong[:5]}"
+
+
+def test_idle_producer_state_expires(broker_factory, unique_topic):
+    """producer.id.expiration.ms drops an idle producer's state: DescribeProducers stops
+    listing it, and its next batch is treated as a new producer's (any sequence accepted)."""
+    b = broker_factory(overrides={"producer.id.expiration.ms": 500, "producer.id.expiration.check.interval.ms": 100})
+    topic = unique_topic("expire")
+
+    def producers(c):
+        r = c.request(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]})
+        return [p.producer_id for p in r.topics[0].partitions[0].active_producers]
+
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 1) == 0
+        pid = c.init_producer_id().producer_id
+        assert c.produce(topic, 0, make_batch([b"a"], pid, 0, 0)).error_code == 0
+        assert producers(c) == [pid]
+        wait_until(lambda: producers(c) == [], 10)
+        # a gap would be OUT_OF_ORDER_SEQUENCE_NUMBER for a known producer; now it is unknown
+        assert c.produce(topic, 0, make_batch([b"b"], pid, 0, 7)).error_code == 0
