@@ -35,12 +35,10 @@ class Metrics:
     def __init__(self):
         self.connections = 0
         self.request_count = defaultdict(int)
-        self.request_seconds = defaultdict(float)
         self.observers = []
 
     def observe_request(self, api_key: int, seconds: float) -> None:
         self.request_count[api_key] += 1
-        self.request_seconds[api_key] += seconds
         for obs in self.observers:
             obs(api_key, seconds)
 
@@ -52,7 +50,6 @@ class Broker:
         self.metrics = Metrics()
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
-        self.bound: list[tuple[str, str, int]] = []  # (listener name, host, port) actually bound
         self.advertised: dict[str, tuple[str, int]] = {}
         self._data_event = trio.Event()
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists

@@ -28,7 +28,6 @@ async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: 
                 name, host, port = parse_listener(text)
                 listeners = await trio.open_tcp_listeners(port, host=host or None)
                 bound_port = listeners[0].socket.getsockname()[1]
-                broker.bound.append((name, host, bound_port))
                 adv_host, adv_port = advertised.get(name, (host, port))
                 if not adv_host or adv_host == "0.0.0.0":
                     adv_host = host if host and host != "0.0.0.0" else socket.gethostname()

@@ -1,7 +1,7 @@
 """Small helpers shared by handlers."""
 from __future__ import annotations
 
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 NO_AUTH_OPS = -2147483648  # "authorized operations not requested"
 
@@ -12,18 +12,6 @@ def topic_name_error(name: str | None) -> ErrorCode | None:
     if not name or name in (".", "..") or len(name) > 249 or not re.fullmatch(r"[a-zA-Z0-9._-]+", name):
         return ErrorCode.INVALID_TOPIC_EXCEPTION
     return None
-
-
-def error_of(exc: BaseException) -> int:
-    if isinstance(exc, KafkaError):
-        return int(exc.code)
-    return int(ErrorCode.UNKNOWN_SERVER_ERROR)
-
-
-def message_of(exc: BaseException) -> str | None:
-    if isinstance(exc, KafkaError):
-        return exc.message
-    return str(exc) or type(exc).__name__
 
 
 class CloseConnection(Exception):
