@@ -342,6 +342,32 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def confluent_on_delivery(tag: str, acked: dict, errors: list):
+    """A confluent-kafka delivery callback: record i's (partition, offset) into `acked`,
+    failures into `errors`."""
+    def on_delivery(err, msg):
+        try:
+            i = record_index(msg.value(), tag)
+        except Exception:
+            i = None
+        if err is not None:
+            errors.append(f"record {i}: {err}")
+        else:
+            acked[i] = (msg.partition(), msg.offset())
+    return on_delivery
+
+
+def confluent_send(prod, topic: str, tag: str, i: int, ts_base: int, on_delivery) -> None:
+    """Produce record i of `tag` (make_record), waiting for queue room instead of failing."""
+    k, v, h, ts = make_record(tag, i, ts_base)
+    while True:
+        try:
+            prod.produce(topic, value=v, key=k, headers=h, timestamp=ts, on_delivery=on_delivery)
+            return
+        except BufferError:
+            prod.poll(0.05)
+
+
 def verify_records(consumed: Iterable[tuple], tag: str, count: int, ts_base: int,
                    partitions: int | None = None, context: str = "") -> dict[int, list[int]]:
     """Check consumed records against the deterministic set ``0..count-1``.
@@ -670,26 +696,10 @@ def produce(client: str, bootstrap: str, topic: str, tag: str, count: int, ts_ba
                "batch.size": 256 * 1024, "message.timeout.ms": int(timeout * 1000)}
         cfg.update(extra)
 
-        def on_delivery(err, msg):
-            try:
-                i = record_index(msg.value(), tag)
-            except Exception:
-                i = None
-            if err is not None:
-                errors.append(f"record {i}: {err}")
-            else:
-                acked[i] = (msg.partition(), msg.offset())
-
+        on_delivery = confluent_on_delivery(tag, acked, errors)
         prod = Producer(cfg)
         for n, i in enumerate(idx):
-            k, v, h, ts = make_record(tag, i, ts_base)
-            while True:
-                try:
-                    prod.produce(topic, value=v, key=k, headers=h, timestamp=ts,
-                                 on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    prod.poll(0.05)
+            confluent_send(prod, topic, tag, i, ts_base, on_delivery)
             if n % 500 == 0:
                 prod.poll(0)
         left = prod.flush(timeout)

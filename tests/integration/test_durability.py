@@ -21,7 +21,7 @@ import struct
 
 import pytest
 
-from harness import (consume, create_topic, end_offsets, make_record, now_ms, produce,
+from harness import (confluent_on_delivery, confluent_send, consume, create_topic, end_offsets, now_ms, produce,
                      run_concurrently, verify_records, wait_until)
 
 PARTITIONS = 3
@@ -102,27 +102,14 @@ def test_kill9_mid_stream_idempotent_producer_exactly_once(broker_factory, uniqu
     acked: dict[int, tuple[int, int]] = {}
     errors: list[str] = []
 
-    def on_delivery(err, msg):
-        i = int(msg.value().split(b":", 2)[1])
-        if err is not None:
-            errors.append(f"record {i}: {err}")
-        else:
-            acked[i] = (msg.partition(), msg.offset())
-
+    on_delivery = confluent_on_delivery("mid", acked, errors)
     prod = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "enable.idempotence": True,
                      "linger.ms": 5, "batch.num.messages": 500, "message.timeout.ms": 90000,
                      "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
                      "retry.backoff.ms": 50, "retry.backoff.max.ms": 500})
     killed = False
     for i in range(n):
-        k, v, h, t = make_record("mid", i, ts)
-        while True:
-            try:
-                prod.produce(topic, value=v, key=k, headers=h, timestamp=t,
-                             on_delivery=on_delivery)
-                break
-            except BufferError:
-                prod.poll(0.05)
+        confluent_send(prod, topic, "mid", i, ts, on_delivery)
         if i % 100 == 0:
             prod.poll(0)
             # Stay close behind the acks, so the kill lands mid-stream.

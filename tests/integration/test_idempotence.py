@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import consume, make_record, now_ms, verify_records, wait_until
+from harness import (confluent_on_delivery, confluent_send, consume, make_record, now_ms, verify_records,
+                     wait_until)
 from protocol.errors import ErrorCode
 from rawclient import RawClient, make_batch
 
@@ -252,25 +253,13 @@ def test_idempotent_clients_exactly_once_across_two_crashes(broker_factory, uniq
     else:
         from confluent_kafka import Producer
 
-        def on_delivery(err, msg):
-            i = int(msg.value().split(b":", 2)[1])
-            if err is not None:
-                errors.append(f"record {i}: {err}")
-            else:
-                acked[i] = (msg.partition(), msg.offset())
-
+        on_delivery = confluent_on_delivery("eos", acked, errors)
         prod = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 5, "batch.num.messages": 1000, "message.timeout.ms": 180000,
                          "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 500,
                          "retry.backoff.ms": 50, "retry.backoff.max.ms": 500})
         for i in range(N_RECORDS):
-            k, v, h, t = make_record("eos", i, ts)
-            while True:
-                try:
-                    prod.produce(topic, value=v, key=k, headers=h, timestamp=t, on_delivery=on_delivery)
-                    break
-                except BufferError:
-                    prod.poll(0.05)
+            confluent_send(prod, topic, "eos", i, ts, on_delivery)
             if i % 200 == 0:
                 prod.poll(0)
                 while len(prod) > window:
