@@ -434,9 +434,10 @@ class UnifiedLog:
         ``last_sequence``, ``last_timestamp``, ``coordinator_epoch``, ``current_txn_first_offset``."""
         return self.producer_state.active_producers()
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` has an open transaction on this partition (O(1))."""
-        return self.producer_state.has_ongoing_transaction(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether ``producer_id`` has an open transaction on this partition (of
+        ``producer_epoch``, if given; O(1))."""
+        return self.producer_state.has_ongoing_transaction(producer_id, producer_epoch)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """``producer.id.expiration.ms``: drop idle producers without an open transaction."""
