@@ -20,12 +20,24 @@ def _check_single_batch(records) -> None:
         raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain a single record batch")
 
 
+def _has_transactional_records(req) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords (first batch of each partition)."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            if p.records and len(p.records) >= rec.HEADER_SIZE and rec.parse_header(p.records, 0).is_transactional:
+                return True
+    return False
+
+
 async def handle(conn, header, req):
     broker = conn.broker
     acks = req.acks
     by_id = header.api_version >= 13
     failed = False
     responses = []
+    # transactional records need a transactional id (Kafka checks it is authorized, with no
+    # ACLs a missing one is all that can fail): the whole request is refused
+    refused = req.transactional_id is None and _has_transactional_records(req)
     for t in req.topic_data:
         name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
         parts = []
@@ -33,6 +45,11 @@ async def handle(conn, header, req):
             r = {"index": p.index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
                  "log_start_offset": -1, "record_errors": [], "error_message": None}
             try:
+                if refused:
+                    r["error_code"] = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # no message, as Kafka
+                    failed = True
+                    parts.append(r)
+                    continue
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 if acks not in (0, 1, -1):
@@ -42,7 +59,7 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
                 lg = broker.require_log(name, p.index)
                 _check_single_batch(p.records)
-                res = broker.append_records(lg, p.records, req.transactional_id)
+                res = await broker.append_records(lg, p.records, req.transactional_id, header.api_version)
                 r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
                          log_start_offset=res.log_start_offset)
             except KafkaError as e:
