@@ -140,12 +140,12 @@ class TransactionCoordinator:
         self._append(md, candidate)
         self._apply(md, candidate)
 
-    async def _end(self, md: TransactionMetadata, commit: bool, **changes) -> None:
+    async def _end(self, md: TransactionMetadata, commit: bool) -> None:
         """Ongoing -> Prepare*, the commit point: appended, fsynced (so not even a power cut
         undoes a decision a client was told about), applied; the markers follow."""
         self.io.fault("txn.before_prepare")
         target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        candidate = self._candidate(md, dict(changes, state=target))
+        candidate = self._candidate(md, {"state": target})
         md.pending_state = target
         try:
             self._append(md, candidate)
@@ -177,13 +177,11 @@ class TransactionCoordinator:
             md = TransactionMetadata(transactional_id, self.io.allocate_producer_id(), txn_timeout_ms=txn_timeout_ms,
                                      txn_last_update_ms=self.io.now_ms())
             self.txns[transactional_id] = md
-        if md.pending_state is not None:
+        if md.pending_state is not None:  # also every Prepare*: its Complete* is pending
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if expected and not (md.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == md.producer_id
                              or (expected_pid == md.prev_producer_id and epoch_exhausted(expected_epoch))):
             raise TxnError(E.PRODUCER_FENCED)
-        if md.state in PREPARED:
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
             # A live transaction of an older incarnation: fence its epoch and abort it. The
             # client retries on CONCURRENT_TRANSACTIONS and then gets a new epoch.
@@ -222,7 +220,7 @@ class TransactionCoordinator:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None or md.state in PREPARED:
+        if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         return md
 
@@ -273,24 +271,25 @@ class TransactionCoordinator:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None:
+        if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
             await self._end(md, commit)
             return
-        done, prep = (S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit else (S.COMPLETE_ABORT, S.PREPARE_ABORT)
-        if md.state == done:
+        if md.state == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
             return  # a retry of an EndTxn that completed
-        if md.state == prep:
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
         raise TxnError(E.INVALID_TXN_STATE, f"EndTxn({'commit' if commit else 'abort'}) in state {md.state.display}")
 
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
         """Kafka's prepareFenceProducerEpoch + abort: the epoch is bumped (fencing the current
         producer; Short.MAX_VALUE is never passed) and the open transaction aborted with it.
         Nobody may claim the old epoch afterwards (last epoch -1)."""
-        epoch = md.producer_epoch if md.producer_epoch == MAX_EPOCH else md.producer_epoch + 1
-        await self._end(md, commit=False, producer_epoch=epoch, last_producer_epoch=NO_PRODUCER_EPOCH)
+        # Kafka bumps the epoch in memory before the append: from here on the fenced producer
+        # gets PRODUCER_FENCED, also while the decision is being made durable
+        if md.producer_epoch != MAX_EPOCH:
+            md.producer_epoch += 1
+        md.last_producer_epoch = NO_PRODUCER_EPOCH
+        await self._end(md, commit=False)
 
     # ------------------------------------------------------------ markers
     def write_markers(self) -> float | None:

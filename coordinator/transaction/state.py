@@ -57,7 +57,6 @@ class TransactionMetadata:
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     prev_producer_id: int = NO_PRODUCER_ID
-    next_producer_id: int = NO_PRODUCER_ID
     txn_timeout_ms: int = 60000
     state: TxnState = TxnState.EMPTY
     partitions: set = field(default_factory=set)  # {(topic, partition)}
@@ -119,7 +118,7 @@ def decode_value(transactional_id: str, data: bytes | None) -> TransactionMetada
             parts.add((tp.topic, p))
     return TransactionMetadata(
         transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch,
-        prev_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
+        prev_producer_id=v.previous_producer_id,
         txn_timeout_ms=v.transaction_timeout_ms, state=TxnState(v.transaction_status), partitions=parts,
         txn_start_ms=v.transaction_start_timestamp_ms, txn_last_update_ms=v.transaction_last_update_timestamp_ms,
         client_txn_version=v.client_transaction_version,
