@@ -9,7 +9,6 @@ transactional appends (produce, TxnOffsetCommit, AddPartitionsToTxn verify-only)
 """
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
