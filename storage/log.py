@@ -459,7 +459,7 @@ class UnifiedLog:
         if start < leo:
             self._replay_producer_state(start, leo)
         if snap is not None and snap < self.log_start_offset:
-            ps.on_log_start_offset_incremented(self.log_start_offset)
+            ps.on_log_start_offset_incremented(self.log_start_offset, leo)
 
     def _replay_producer_state(self, start: int, end: int) -> None:
         ps = self.producer_state
@@ -551,7 +551,7 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset} for DeleteRecords")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self.producer_state.on_log_start_offset_incremented(offset)
+            self.producer_state.on_log_start_offset_incremented(offset, self.next_offset)
             self._delete_log_start_offset_breached_segments()
             self._log_start_offset_changed()
         return self.log_start_offset
@@ -623,7 +623,7 @@ class UnifiedLog:
         self._bases = [s.base_offset for s in self.segments]
         if self.segments[0].base_offset > self.log_start_offset:
             self.log_start_offset = self.segments[0].base_offset
-            self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+            self.producer_state.on_log_start_offset_incremented(self.log_start_offset, self.next_offset)
             self._log_start_offset_changed()
         return len(deletable)
 
