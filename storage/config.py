@@ -163,7 +163,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("message.timestamp.before.max.ms", T.LONG, LONG_MAX, _at_least(0),
               (("log.message.timestamp.before.max.ms", 1),),
               "Maximum allowed amount a record timestamp may lie before the broker's time."),
-    ConfigDef("message.timestamp.after.max.ms", T.LONG, LONG_MAX, _at_least(0),
+    ConfigDef("message.timestamp.after.max.ms", T.LONG, 3600000, _at_least(0),
               (("log.message.timestamp.after.max.ms", 1),),
               "Maximum allowed amount a record timestamp may lie after the broker's time."),
     ConfigDef("leader.replication.throttled.replicas", T.LIST, [], _throttled_replicas,
@@ -279,7 +279,7 @@ class LogConfig:
     preallocate: bool = False
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3600000
     leader_replication_throttled_replicas: tuple = ()
     follower_replication_throttled_replicas: tuple = ()
     remote_storage_enable: bool = False

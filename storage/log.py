@@ -30,6 +30,7 @@ from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
 from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker
 from storage.transaction_index import AbortedTxn
+from storage.validator import validate_client_batch, validate_records
 from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                              SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
@@ -266,15 +267,15 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              "Produce requests with version 3 and above must have at least one record batch")
         batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
-        if is_from_client:
-            for _, h in batches:
-                _validate_client_batch(h, self.name)
-            if config.compact_enabled:
-                _validate_keys_for_compaction(buf, batches, self.name)
-        if config.message_timestamp_type == "CreateTime" and (
-                config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX):
-            for _, h in batches:
-                _validate_timestamps(h, now_ms, config, self.name)
+        try:
+            if is_from_client:
+                for _, h in batches:
+                    validate_client_batch(h, self.name)
+            validate_records(buf, batches, config, now_ms, self.name, is_from_client and config.compact_enabled)
+        except KafkaError as e:
+            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord)
+            e.log_start_offset = self.log_start_offset
+            raise
         if config.compression_type != "producer":
             buf, batches = _recompress(buf, batches, config)
 
@@ -313,7 +314,11 @@ class UnifiedLog:
         # ---- producer state (idempotence / transactions): validate before the write ----
         prepared = None
         if has_pid:
-            prepared = self.producer_state.analyze_append(buf, batches, meta, is_from_client)
+            try:
+                prepared = self.producer_state.analyze_append(buf, batches, meta, is_from_client)
+            except KafkaError as e:
+                e.log_start_offset = self.log_start_offset
+                raise
             if prepared.__class__ is DuplicateBatch:
                 return AppendResult(prepared.first_offset, prepared.last_offset, prepared.log_append_time_ms,
                                     self.log_start_offset, num_records)
@@ -691,56 +696,6 @@ class UnifiedLog:
     def __repr__(self) -> str:
         return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
                 f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
-
-
-# ---------------------------------------------------------------------------
-# validation helpers (Kafka's LogValidator checks that need no record decoding)
-# ---------------------------------------------------------------------------
-
-def _validate_client_batch(h: rec.BatchHeader, name: str) -> None:
-    count = h.records_count
-    if count <= 0:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Invalid reported count for record batch: {count} in topic partition {name}.")
-    if h.last_offset_delta + 1 != count:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Inconsistent batch offset range [{h.base_offset}, {h.last_offset}] and count of records "
-                         f"{count} in topic partition {name}.")
-    if h.attributes & rec.CONTROL_FLAG:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Clients are not allowed to write control records in topic partition {name}.")
-    if h.producer_id >= 0 and h.base_sequence < 0:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Invalid sequence number {h.base_sequence} in record batch with producerId "
-                         f"{h.producer_id} in topic partition {name}.")
-
-
-def _validate_keys_for_compaction(buf, batches, name: str) -> None:
-    """Kafka's LogValidator: a compacted topic refuses records without a key (INVALID_RECORD)."""
-    for pos, h in batches:
-        if h.attributes & rec.CONTROL_FLAG:
-            continue
-        _, records = rec.decode_batch(buf, pos)
-        for r in records:
-            if r.key is None:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Compacted topic cannot accept message without key in topic partition {name}.")
-
-
-def _validate_timestamps(h: rec.BatchHeader, now_ms: int, config: LogConfig, name: str) -> None:
-    """Batch-level approximation of Kafka's per-record timestamp check: the max
-    timestamp against ``message.timestamp.after.max.ms`` and the base (first)
-    timestamp against ``message.timestamp.before.max.ms``."""
-    if h.attributes & rec.TIMESTAMP_TYPE_MASK:
-        return
-    if h.max_timestamp >= 0 and h.max_timestamp - now_ms > config.message_timestamp_after_max_ms:
-        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                         f"Timestamp {h.max_timestamp} of message is out of range for {name}: more than "
-                         f"{config.message_timestamp_after_max_ms} ms after the broker's time {now_ms}")
-    if h.base_timestamp >= 0 and now_ms - h.base_timestamp > config.message_timestamp_before_max_ms:
-        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                         f"Timestamp {h.base_timestamp} of message is out of range for {name}: more than "
-                         f"{config.message_timestamp_before_max_ms} ms before the broker's time {now_ms}")
 
 
 def _recompress(buf: bytearray, batches, config: LogConfig):
