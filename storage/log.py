@@ -12,23 +12,35 @@ rebuild (latest snapshot + replay of the log tail) on load and truncation.
 
 Single-threaded by design (the broker owns each log from one trio task);
 :meth:`UnifiedLog.flush` alone may run in a worker thread concurrently.
+
+Flushing (fsync) is Kafka's: nothing is fsynced per write by default (an
+acknowledged append is in the page cache, which survives a process crash).
+``flush.messages`` asks for an fsync once that many messages are past the
+recovery point, ``flush.ms`` (checked by the broker's log flusher) once that
+long has passed since the last fsync, and every roll asks for the finished
+segment to be fsynced. The log only *asks* (``on_flush_needed``); the broker
+runs :meth:`UnifiedLog.flush` in a worker thread, and a produce waits for it
+when its own append asked (``AppendResult.flush_needed``), as Kafka flushes
+before it answers. A flush advances the recovery point: recovery after an
+unclean shutdown rescans only the segments from the one holding it.
 """
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
 import time
 from bisect import bisect_right
 from typing import Callable, NamedTuple
 
 from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
-from storage.checkpoint import (read_partition_metadata, write_partition_metadata)
-from storage.config import COMPRESSION_CODECS, LONG_MAX, LogConfig
+from storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
+from storage.config import COMPRESSION_CODECS, LogConfig
 from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
-from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker
+from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from storage.transaction_index import AbortedTxn
 from storage.validator import validate_client_batch, validate_records
 from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
@@ -43,12 +55,30 @@ _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
 LEADER_EPOCH = 0
 
 
+class FlushStats:
+    """Kafka's ``LogFlushStats`` (LogFlushRateAndTimeMs): fsync passes of all logs and their time."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+        self.seconds = 0.0
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self.count += 1
+            self.seconds += seconds
+
+
+FLUSH_STATS = FlushStats()
+
+
 class AppendResult(NamedTuple):
     base_offset: int           # offset assigned to the first record
     last_offset: int           # offset of the last record
     log_append_time_ms: int    # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     num_records: int
+    flush_needed: bool = False  # flush.messages reached: fsync before answering (Kafka flushes in append)
 
 
 class ReadResult(NamedTuple):
@@ -81,13 +111,16 @@ class UnifiedLog:
         self.topic_id = topic_id
         self.leader_epoch = LEADER_EPOCH
         self.on_append: Callable[[], None] | None = None
+        # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
+        # segment) and when flush.messages is reached. None: flush.messages flushes in append
+        self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
         # called (with the log) when the log start offset advances, so it can be checkpointed
         self.on_log_start_offset_change: Callable[["UnifiedLog"], None] | None = None
         self.producer_state = ProducerStateManager(dir_path, topic, partition)
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self._unflushed_messages = 0
         self._last_flush_ms = int(time.time() * 1000)
+        self._flush_lock = threading.Lock()  # one fsync pass at a time; the recovery point only grows
         self._closed = False
         os.makedirs(dir_path, exist_ok=True)
         if topic_id is not None:
@@ -180,6 +213,8 @@ class UnifiedLog:
                 if seg.base_offset in swapped:
                     truncated = seg.recover()
                 elif i >= first_unflushed and not had_clean_shutdown:
+                    log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
+                             i - first_unflushed, len(segments) - first_unflushed, self.name)
                     missing = self._missing_index_files(seg)
                     if missing:
                         log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
@@ -333,13 +368,18 @@ class UnifiedLog:
             # entries, ongoing transactions; aborted ones indexed in the segment holding the marker
             self.producer_state.apply_append(prepared, seg.txn_index)
 
-        self._unflushed_messages += num_records
-        if self._unflushed_messages >= config.flush_messages:
-            self.flush()
+        # Kafka's check: unflushed messages = log end offset - recovery point
+        flush_needed = offset - self.recovery_point >= config.flush_messages
+        if flush_needed:
+            if self.on_flush_needed is not None:
+                self.on_flush_needed(self, offset)
+            else:
+                self.flush()
+                flush_needed = False
         if self.on_append is not None:
             self.on_append()
         return AppendResult(first_offset, offset - 1, now_ms if log_append else -1, self.log_start_offset,
-                            num_records)
+                            num_records, flush_needed)
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, max_offset: int, now_ms: int) -> bool:
         """Kafka's ``LogSegment.shouldRoll``."""
@@ -366,6 +406,10 @@ class UnifiedLog:
         self.producer_state.take_snapshot(new_base)
         seg = self._add_segment(new_base)
         log.debug("Rolled new log segment %s at offset %d", self.name, new_base)
+        if self.on_flush_needed is not None:
+            # Kafka's roll: the finished segment (and the snapshot) are fsynced asynchronously and
+            # the recovery point advanced to the new segment, so recovery need not rescan them
+            self.on_flush_needed(self, new_base)
         return seg
 
     # ------------------------------------------------------------------ read
@@ -655,28 +699,45 @@ class UnifiedLog:
         self._rebuild_producer_state()
 
     # ------------------------------------------------------------------ flush / close
-    def flush(self, data_only: bool = False) -> None:
-        """fsync every segment that may hold data past the recovery point, then advance it.
-        Safe to run in a worker thread while the owner keeps appending. With
-        ``data_only`` the index files are not synced (recovery rebuilds them from the
-        data), which is what a latency-sensitive commit point needs."""
-        end = self.next_offset
-        segments = list(self.segments)
-        bases = [s.base_offset for s in segments]
-        start = max(0, bisect_right(bases, self.recovery_point) - 1)
-        for seg in segments[start:]:
-            seg.flush(data_only)
-        if end > self.recovery_point:
-            self.recovery_point = end
-        self._unflushed_messages = 0
-        self._last_flush_ms = int(time.time() * 1000)
+    @property
+    def unflushed_messages(self) -> int:
+        """Kafka's ``unflushedMessages``: offsets past the recovery point."""
+        return self.next_offset - self.recovery_point
 
-    def maybe_flush(self, now_ms: int) -> bool:
-        """Flush if ``flush.ms`` has elapsed since the last flush (for a periodic task)."""
-        if self.config.flush_ms != LONG_MAX and now_ms - self._last_flush_ms >= self.config.flush_ms:
-            self.flush()
-            return True
-        return False
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def flush(self, data_only: bool = False, upto: int | None = None) -> None:
+        """fsync what lies between the recovery point and ``upto`` (default: the log end
+        offset), then advance the recovery point to it. Safe to run in a worker thread while
+        the owner keeps appending; concurrent calls take turns, and a call finding its range
+        already flushed returns at once. With ``data_only`` the index files are not synced
+        (recovery rebuilds them from the data), which is what a latency-sensitive commit
+        point needs."""
+        with self._flush_lock:
+            end = self.next_offset if upto is None else min(upto, self.next_offset)
+            if end <= self.recovery_point:
+                return
+            t0 = time.monotonic()
+            segments = list(self.segments)
+            bases = [s.base_offset for s in segments]
+            start = max(0, bisect_right(bases, self.recovery_point) - 1)
+            for seg in segments[start:]:
+                if seg.base_offset >= end:
+                    break
+                seg.flush(data_only)
+            snap = self.producer_state.latest_snapshot_offset()
+            if snap is not None and self.recovery_point < snap <= end:
+                fsync_path(snapshot_path(self.dir, snap))
+            self.recovery_point = end
+            self._last_flush_ms = int(time.time() * 1000)
+            FLUSH_STATS.record(time.monotonic() - t0)
+
+    def flush_due(self, now_ms: int) -> bool:
+        """``flush.ms`` has passed since the last flush and something is unflushed (Kafka's
+        log flusher checks this every ``log.flush.scheduler.interval.ms``)."""
+        return now_ms - self._last_flush_ms >= self.config.flush_ms and self.recovery_point < self.next_offset
 
     def close(self) -> None:
         if self._closed:

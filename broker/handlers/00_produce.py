@@ -44,6 +44,9 @@ async def handle(conn, header, req):
                 lg = broker.require_log(name, p.index)
                 _check_single_batch(p.records)
                 res = broker.append_records(lg, p.records, req.transactional_id)
+                if res.flush_needed:
+                    # flush.messages reached by this append: Kafka fsyncs before it answers
+                    await broker.flush_log(lg, res.last_offset + 1)
                 r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
                          log_start_offset=res.log_start_offset)
             except KafkaError as e:
