@@ -279,19 +279,16 @@ class UnifiedLog:
         self.producer_state.truncate_fully_and_start_at(offset)
 
     # ------------------------------------------------------------------ append
-    def append(self, records, *, now_ms: int | None = None, is_from_client: bool = True,
-               origin: str | None = None) -> AppendResult:
+    def append(self, records, *, now_ms: int | None = None, origin: str = "client") -> AppendResult:
         """Validate, assign offsets and append one or more batches (all or nothing).
 
-        ``is_from_client`` False is the coordinator/internal path (Kafka's
-        ``AppendOrigin.COORDINATOR``): control batches allowed, client-only
-        checks skipped; offsets are still assigned. ``origin`` is the same
-        choice by Kafka's name: ``"client"`` (default) or ``"coordinator"``.
+        ``origin`` is Kafka's ``AppendOrigin``: ``"client"`` (a produce request) or
+        ``"coordinator"`` (markers, the coordinators' own records): control batches
+        allowed, client-only checks skipped; offsets are still assigned.
         """
-        if origin is not None:
-            if origin not in ("client", "coordinator"):
-                raise ValueError(f"unknown append origin {origin!r}")
-            is_from_client = origin == "client"
+        if origin not in ("client", "coordinator"):
+            raise ValueError(f"unknown append origin {origin!r}")
+        is_from_client = origin == "client"
         if self._closed:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
         if now_ms is None:
@@ -486,9 +483,10 @@ class UnifiedLog:
         ``last_sequence``, ``last_timestamp``, ``coordinator_epoch``, ``current_txn_first_offset``."""
         return self.producer_state.active_producers()
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` has an open transaction on this partition (O(1))."""
-        return self.producer_state.has_ongoing_transaction(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether ``producer_id`` has an open transaction on this partition (of
+        ``producer_epoch``, if given; O(1))."""
+        return self.producer_state.has_ongoing_transaction(producer_id, producer_epoch)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """``producer.id.expiration.ms``: drop idle producers without an open transaction."""

@@ -2,6 +2,7 @@
 from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
 from storage.validator import RecordValidationError
+from ..broker import TransactionVerificationError
 from .common import CloseConnection, resolve_topic
 
 API_KEY = 0
@@ -21,12 +22,24 @@ def _check_single_batch(records) -> None:
         raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain a single record batch")
 
 
+def _has_transactional_records(req) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords (first batch of each partition)."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            if p.records and len(p.records) >= rec.HEADER_SIZE and rec.parse_header(p.records, 0).is_transactional:
+                return True
+    return False
+
+
 async def handle(conn, header, req):
     broker = conn.broker
     acks = req.acks
     by_id = header.api_version >= 13
     failed = False
     responses = []
+    # transactional records need a transactional id (Kafka checks it is authorized, with no
+    # ACLs a missing one is all that can fail): the whole request is refused
+    refused = req.transactional_id is None and _has_transactional_records(req)
     for t in req.topic_data:
         name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
         parts = []
@@ -34,6 +47,11 @@ async def handle(conn, header, req):
             r = {"index": p.index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
                  "log_start_offset": -1, "record_errors": [], "error_message": None}
             try:
+                if refused:
+                    r["error_code"] = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # no message, as Kafka
+                    failed = True
+                    parts.append(r)
+                    continue
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 if acks not in (0, 1, -1):
@@ -43,7 +61,7 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
                 lg = broker.require_log(name, p.index)
                 _check_single_batch(p.records)
-                res = broker.append_records(lg, p.records, req.transactional_id)
+                res = await broker.append_records(lg, p.records, req.transactional_id, header.api_version)
                 if res.flush_needed:
                     # flush.messages reached by this append: Kafka fsyncs before it answers
                     await broker.flush_log(lg, res.last_offset + 1)
@@ -52,13 +70,16 @@ async def handle(conn, header, req):
             except KafkaError as e:
                 failed = True
                 # Kafka sends error_message and record_errors (v8+) only for per-record validation
-                # failures (RecordValidationException); other errors carry just the code. The log
+                # failures (RecordValidationException) and a few transaction verification failures;
+                # other errors carry just the code. The log
                 # start offset comes with errors found by the log's validation.
                 r.update(error_code=int(e.code), log_start_offset=getattr(e, "log_start_offset", -1))
                 if isinstance(e, RecordValidationError):
                     r.update(error_message=e.message,
                              record_errors=[{"batch_index": i, "batch_index_error_message": m}
                                             for i, m in e.record_errors])
+                elif isinstance(e, TransactionVerificationError):
+                    r.update(error_message=e.message)  # Kafka's own text for some (hasCustomErrorMessage)
             parts.append(r)
         responses.append({"name": t.name, "topic_id": t.topic_id, "partition_responses": parts})
     if acks == 0:

@@ -5,7 +5,7 @@ transactional batch (producer id/epoch) and only take effect when the
 transaction coordinator's COMMIT marker lands there (GroupCoordinator.
 complete_transaction); ABORT drops them. v3+ carry the consumer's member id,
 instance id and generation, which are checked as Kafka does (KIP-447)."""
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 from coordinator.group import OffsetValue
 from .group_common import coordinator, now_ms, partition_exists
@@ -14,22 +14,17 @@ API_KEY = 28
 VERSIONS = (0, 4)
 
 
-def _verify(broker, req):
-    """The transaction coordinator's check that the offsets partition is part of
-    this producer's ongoing transaction (AddOffsetsToTxn); None when fine."""
-    txn = getattr(broker, "txn_coordinator", None)
-    check = getattr(txn, "verify_offsets_partition", None) if txn is not None else None
-    if check is None:
+def _verify(broker, req, version: int) -> ErrorCode | None:
+    """Kafka 4.1 verifies the group's __consumer_offsets partition like a produce's
+    (Broker.transaction_verification); TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v4."""
+    if not broker.config["transaction.partition.verification.enable"]:
         return None
-    try:
-        res = check(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
-    except KafkaError as e:
-        return e.code
-    if res is None or res is True or res == 0:
-        return None
-    if res is False:
-        return ErrorCode.INVALID_TXN_STATE
-    return ErrorCode(int(res))
+    broker.ensure_internal_topic("__consumer_offsets")
+    lg = broker.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
+    code = broker.transaction_verification(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+        code = ErrorCode.INVALID_TXN_STATE
+    return None if code == ErrorCode.NONE else code
 
 
 async def handle(conn, header, req):
@@ -54,7 +49,8 @@ async def handle(conn, header, req):
         layout.append((t.name, tps))
     result = {}
     if offsets:
-        err = _verify(broker, req)
+        # checked and stored in one synchronous step (see coordinator.transaction)
+        err = _verify(broker, req, v)
         if err is not None:
             result = {tp: err for tp in offsets}
         else:

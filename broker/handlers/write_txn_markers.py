@@ -43,8 +43,8 @@ async def handle(conn, header, req):
                 try:
                     code = admin_marker_error(broker, t.name, p, m.producer_id, m.producer_epoch) if admin else 0
                     if code == 0:
-                        code = await broker.write_marker(t.name, p, m.producer_id, m.producer_epoch,
-                                                         m.transaction_result, m.coordinator_epoch, admin=admin)
+                        code = broker.write_marker(t.name, p, m.producer_id, m.producer_epoch,
+                                                   m.transaction_result, m.coordinator_epoch)
                 except KafkaError as e:
                     code = int(e.code)
                 parts.append({"partition_index": p, "error_code": int(code)})

@@ -10,7 +10,7 @@ async def handle(conn, header, req):
     broker = conn.broker
     broker.ensure_internal_topic("__consumer_offsets")
     try:
-        await broker.txn_coordinator.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
+        broker.txn_coordinator.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
         code = 0
     except TxnError as e:
         code = fenced_error(e.code, header.api_version, 2)
