@@ -13,6 +13,11 @@ VERSIONS = (4, 16)
 INT32_MAX = 2**31 - 1
 
 
+def _error(partition: int, code, aborted: list | None) -> dict:
+    return {"partition_index": partition, "error_code": int(code), "high_watermark": -1, "last_stable_offset": -1,
+            "log_start_offset": -1, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
+
+
 def _read_all(broker, req, by_id: bool):
     committed = req.isolation_level == 1
     remaining = req.max_bytes if req.max_bytes > 0 else INT32_MAX
@@ -22,12 +27,20 @@ def _read_all(broker, req, by_id: bool):
         name, topic_err = resolve_topic(broker, t.topic, t.topic_id, by_id)
         parts = []
         for p in t.partitions:
-            r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
-                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             try:
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 lg = broker.require_log(name, p.partition)
+            except KafkaError as e:
+                # Kafka answers an unknown topic, topic id or partition before reading
+                # (KafkaApis' erroneous partitions, FetchResponse.partitionResponse):
+                # offsets -1 and an empty, not null, aborted transactions list
+                errors = True
+                parts.append(_error(p.partition, e.code, []))
+                continue
+            r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
+                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+            try:
                 if p.current_leader_epoch > 0:
                     raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
                 hw, lso = lg.high_watermark, lg.last_stable_offset
@@ -48,8 +61,10 @@ def _read_all(broker, req, by_id: bool):
                 if committed and r["aborted_transactions"] is None:
                     r["aborted_transactions"] = []
             except KafkaError as e:
+                # an error of the read itself (ReplicaManager.createLogReadResult(e)): nothing of
+                # the partition's state, offsets are UnknownOffset (-1), no aborted list
                 errors = True
-                r["error_code"] = int(e.code)
+                r = _error(p.partition, e.code, None)
             parts.append(r)
         responses.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": parts})
     return responses, total, errors
