@@ -111,6 +111,7 @@ class UnifiedLog:
         self.topic_id = topic_id
         self.leader_epoch = LEADER_EPOCH
         self.on_append: Callable[[], None] | None = None
+        self._batch_base_cache: tuple | None = None  # (key, value) of _batch_base_at
         # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
         # segment) and when flush.messages is reached. None: flush.messages flushes in append
         self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
@@ -152,11 +153,33 @@ class UnifiedLog:
     @property
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
+        if fuo is not None and fuo < self.log_start_offset:
+            # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose start was deleted
+            # (DeleteRecords, retention) is unstable from the log start offset, as Kafka's offset
+            # metadata gives it: the base offset of the batch holding it (below the log start if
+            # DeleteRecords cut a batch), the log end offset if there is none
+            fuo = self._batch_base_at(self.log_start_offset)
         if fuo is not None and fuo < self.high_watermark:
-            # as Kafka's maybeIncrementFirstUnstableOffset: never below the log start offset
-            # (DeleteRecords may delete the start of an open transaction)
-            return max(fuo, self.log_start_offset)
+            return fuo
         return self.high_watermark
+
+    def _batch_base_at(self, offset: int) -> int:
+        """Kafka's ``convertToOffsetMetadataOrThrow(offset).messageOffset``: base offset of the
+        first batch whose last offset >= ``offset``, else the log end offset (cached per log
+        start and end offset: called for every LSO while a transaction's start is deleted)."""
+        key = (offset, self.next_offset, len(self.segments))
+        cached = self._batch_base_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        base = self.next_offset
+        i = max(bisect_right(self._bases, offset) - 1, 0)
+        for seg in self.segments[i:]:
+            bp = seg.translate_offset(offset)
+            if bp is not None:
+                base = bp.header.base_offset
+                break
+        self._batch_base_cache = (key, base)
+        return base
 
     @property
     def size(self) -> int:
