@@ -1,7 +1,8 @@
 """Fetch (1): sessionless fetches, long-poll woken by appends and LSO moves.
 
 read_committed (isolation_level 1) reads up to the LSO and returns the aborted
-transactions overlapping the returned range so the client can drop them.
+transactions the client needs to drop them, with Kafka's bound (UnifiedLog.read):
+up to an offset-index entry past the data, so possibly beyond it.
 """
 import trio
 
@@ -45,21 +46,19 @@ def _read_all(broker, req, by_id: bool):
                     raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
                 hw, lso = lg.high_watermark, lg.last_stable_offset
                 r.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=lg.log_start_offset)
-                limit = min(p.partition_max_bytes, remaining)
-                if limit > 0 or total == 0:
-                    rr = lg.read(p.fetch_offset, max(limit, 0), max_offset=lso if committed else hw, min_one=total == 0)
-                    data = rr.records
-                    if data:
-                        r["records"] = data
-                        total += len(data)
-                        remaining -= len(data)
-                        if committed:
-                            r["aborted_transactions"] = [
-                                {"producer_id": pid, "first_offset": first}
-                                for pid, first in lg.aborted_transactions(p.fetch_offset, rr.next_offset)
-                            ]
-                if committed and r["aborted_transactions"] is None:
-                    r["aborted_transactions"] = []
+                # every partition is read, even with no byte budget left: a read_committed
+                # answer then still lists aborted transactions, as Kafka's (readFromLog)
+                limit = max(min(p.partition_max_bytes, remaining), 0)
+                rr = lg.read(p.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
+                             include_aborted=committed)
+                data = rr.records
+                if data:
+                    r["records"] = data
+                    total += len(data)
+                    remaining -= len(data)
+                if rr.aborted is not None:
+                    r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
+                                                 for pid, first in rr.aborted]
             except KafkaError as e:
                 # an error of the read itself (ReplicaManager.createLogReadResult(e)): nothing of
                 # the partition's state, offsets are UnknownOffset (-1), no aborted list
