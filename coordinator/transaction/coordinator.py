@@ -36,6 +36,7 @@ class TxnIO(Protocol):
                            commit: bool, coordinator_epoch: int) -> int: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
+    def coordinator_epoch(self, state_partition: int) -> int: ...
     def fault(self, point: str) -> None: ...
 
 
@@ -54,7 +55,6 @@ class TransactionCoordinator:
         self.id_expiration_ms = id_expiration_ms
         self.offsets_partitions = offsets_partitions
         self.two_phase_commit = two_phase_commit
-        self.coordinator_epoch = 0  # one node: the state partitions' leader epoch never changes
         self.txns: dict[str, TransactionMetadata] = {}
         self.skip_marker_for: set[tuple[str, int]] = set()  # fault hook: markers never written (hanging txns)
 
@@ -245,7 +245,9 @@ class TransactionCoordinator:
                 continue
             if not self.io.partition_exists(topic, part):
                 continue  # deleted meanwhile: Kafka drops it from the set too
-            err = await self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch)
+            # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
+            coordinator_epoch = self.io.coordinator_epoch(self.state_partition(md.transactional_id))
+            err = await self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, coordinator_epoch)
             if err:
                 log.error("marker for %s-%d of %s failed with %s", topic, part, md.transactional_id, ErrorCode(err).name)
         self.io.fault("txn.after_markers")
