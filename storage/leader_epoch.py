@@ -14,14 +14,16 @@ File format (Kafka's, version 0)::
     <epoch> <start offset>
     ...
 
-Durability: every change is written at once (temp file + rename) and fsynced by
+Durability: changes are written at once (temp file + rename; the cuts a load makes
+wait for the next ``assign``, which comes before any append) and fsynced by
 ``flush``, which the log calls before it makes data durable, so the file never
 lacks an epoch of data that survives a crash. Data that was not flushed is
 recovered batch by batch on an unclean load, which re-reads the epochs stamped on
 it (Kafka's LogSegment.recover), and every load cuts the cache to the recovered
 log (``truncate_from_end(LEO)``, ``truncate_from_start(log start offset)``), so a
-stale file is repaired. (Kafka fsyncs each new entry at once; a start here makes
-the new entries of all partitions durable together, storage.log_manager.)
+file with entries too many is repaired. (Kafka fsyncs each new entry at once; a
+start here makes the new entries of all partitions durable together, in parallel:
+storage.log_manager.)
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ class LeaderEpochFileCache:
         self._epochs: list[int] = []
         self._starts: list[int] = []
         self._written = self._synced = 0  # file versions written / known durable
-        self._file_behind = False  # changed in memory only (load-time cuts): written before anything else
+        self._file_behind = False  # cut in memory only (on load): the next assign writes the file
         stored = self.checkpoint.read()
         # None: no usable file; the log rebuilds the entries from its batches
         self.loaded_from_file = stored is not None
@@ -166,8 +168,9 @@ class LeaderEpochFileCache:
 
     def truncate_from_end(self, end_offset: int, write: bool = True) -> None:
         """Drop the entries starting at or after ``end_offset`` (the log was truncated there).
-        ``write=False`` (on load, where assign follows) leaves the file behind until the next
-        write, which ``assign`` and ``flush`` do first."""
+        ``write=False`` (on load, where become_leader follows) leaves the file behind until the
+        next ``assign``, which the log calls before it appends anything: a file that is behind
+        has only entries too many, which the next load cuts again."""
         i = bisect_left(self._starts, end_offset)
         if end_offset >= 0 and i < len(self._starts):
             del self._epochs[i:], self._starts[i:]
@@ -208,13 +211,11 @@ class LeaderEpochFileCache:
 
     @property
     def dirty(self) -> bool:
-        return self._file_behind or self._synced != self._written
+        return self._synced != self._written
 
     def flush(self) -> None:
         """Make the last write durable (a no-op when it is). Safe from a worker thread while
         the owner writes: a write that races the fsync leaves the cache dirty."""
-        if self._file_behind:
-            self._write()
         version = self._written
         if version != self._synced:
             self.checkpoint.sync()
