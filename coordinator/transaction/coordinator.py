@@ -65,6 +65,7 @@ class TxnIO(Protocol):
     def markers_due(self) -> None: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
+    def coordinator_epoch(self, state_partition: int) -> int: ...
     def fault(self, point: str) -> None: ...
 
 
@@ -82,7 +83,6 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
         self.offsets_partitions = offsets_partitions
-        self.coordinator_epoch = 0  # one node: the state partitions' leader epoch never changes
         self.txns: dict[str, TransactionMetadata] = {}
         # Prepare* transactions whose markers are still to be written, in order of decision
         self._completing: dict[str, TransactionMetadata] = {}
@@ -317,7 +317,9 @@ class TransactionCoordinator:
                 continue
             if written == 1:
                 self.io.fault("txn.after_first_marker")
-            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch))
+            # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
+            coordinator_epoch = self.io.coordinator_epoch(self.state_partition(md.transactional_id))
+            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, coordinator_epoch))
             if code == E.NONE or code in SKIPPED_MARKER_ERRORS:
                 # as Kafka's removePartition: DescribeTransactions lists only partitions still waiting
                 md.partitions.discard((topic, part))

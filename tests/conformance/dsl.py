@@ -101,6 +101,16 @@ class Restart:
 
 
 @dataclass
+class Differs:
+    """minikafka answers a step differently from Kafka on purpose; ``reason`` is a row of
+    DIFFERENCES.md. ``ours`` maps each differing field (the path the failure report prints,
+    e.g. ``"responses[0].partition_responses[0].error_code"``) to minikafka's exact answer
+    there (a whole subtree if the path is one): the step is still compared field by field."""
+    reason: str
+    ours: dict
+
+
+@dataclass
 class Scenario:
     name: str                      # "area/what/variant": also the golden file's path
     doc: str
@@ -108,6 +118,8 @@ class Scenario:
     topics: dict = field(default_factory=lambda: {"t": Topic()})
     # broker settings (Kafka's names) for both brokers; scenarios with the same settings share one
     broker: dict = field(default_factory=dict)
+    # step number -> Differs: where minikafka deliberately answers otherwise (DIFFERENCES.md)
+    differs: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)+", self.name):

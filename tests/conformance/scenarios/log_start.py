@@ -1,7 +1,7 @@
 """The log start offset moving under producers and transactions: DeleteRecords (past a producer's
 last batch, inside and past open transactions, past the high watermark), time retention of a
 segment holding an open transaction, and a restart after DeleteRecords."""
-from ..dsl import (Scenario, Topic, add_partitions, await_log_start, await_txn, batch, delete_records,
+from ..dsl import (Differs, Scenario, Topic, add_partitions, await_log_start, await_txn, batch, delete_records,
                    describe_producers, end_txn, fetch, idem_produce, init_pid, list_offsets, produce, ref, restart,
                    txn_produce)
 
@@ -208,7 +208,26 @@ SCENARIOS += [
         idem_produce("a", ["y"], seq=1, label="retry of the last batch"),
         idem_produce("a", ["z"], seq=2),
         fetch(offset=2, isolation=RU),
-    ]),
+    ], differs={
+        # Kafka forgets the producer (its snapshot is at the log start offset) and writes the
+        # retry again; minikafka keeps the state, as a replicated cluster's other replicas do
+        7: Differs("producer-state-survives-restart", {
+            "topics[0].partitions[0].active_producers": [{
+                "producer_id": "P1", "producer_epoch": 0, "last_sequence": 1, "last_timestamp": "<ts>",
+                "coordinator_epoch": -1, "current_txn_start_offset": -1}]}),
+        8: Differs("producer-state-survives-restart", {
+            "responses[0].partition_responses[0].base_offset": 1,
+            "responses[0].partition_responses[0].log_append_time_ms": "<ts>"}),
+        9: Differs("producer-state-survives-restart", {"responses[0].partition_responses[0].base_offset": 2}),
+        10: Differs("producer-state-survives-restart", {
+            "responses[0].partitions[0].high_watermark": 3,
+            "responses[0].partitions[0].last_stable_offset": 3,
+            "responses[0].partitions[0].records": [{
+                "base_offset": 2, "last_offset_delta": 0, "partition_leader_epoch": 2, "producer_id": "P1",
+                "producer_epoch": 0, "base_sequence": 2, "transactional": False, "control": False,
+                "compression": 0, "timestamp_type": 0, "records_count": 1,
+                "records": [{"offset": 2, "key": None, "value": "z", "headers": []}]}]}),
+    }),
     Scenario("log_start/restart_clean_after_delete_records_partial", "Clean restart after DeleteRecords below "
              "the producer's last batch: its state and a retry of the last batch.", steps=[
         idem(),
