@@ -283,3 +283,21 @@ def offset_fetch(group: str = "{g}", parts="{t}", require_stable: bool = True, v
 
 def restart(kill: bool = False, label: str = "") -> Restart:
     return Restart(kill, label)
+
+
+# ------------------------------------------------------------ waits for the coordinator's states
+
+SETTLED_STATES = ["Empty", "Ongoing", "CompleteCommit", "CompleteAbort"]
+
+
+def await_settled(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until the state is not PrepareCommit/PrepareAbort: whatever the
+    last request set off (markers, an epoch fence's abort) has finished. Only for
+    transactions without held partitions, whose Prepare* states pass on their own."""
+    return await_txn(SETTLED_STATES, txn, **kw)
+
+
+def await_gone(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until TRANSACTIONAL_ID_NOT_FOUND (105): the coordinator has
+    expired the id (Dead, then removed; transactional.id.expiration.ms)."""
+    return describe_txn(txn, until={"transaction_states.0.error_code": 105}, **kw)
