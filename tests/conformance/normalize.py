@@ -133,7 +133,23 @@ def canonical(api: str, response):
         for t in response.get("topics", []):
             for p in t.get("partitions", []):
                 p["active_producers"] = sorted(p.get("active_producers", []), key=lambda e: str(e["producer_id"]))
+    canonical_partition_maps(api, response)
     return response
+
+
+def canonical_partition_maps(api: str, response: dict) -> None:
+    """Produce and WriteTxnMarkers answers are built from hash maps keyed by partition (and producer
+    id): with several partitions in one request, their order depends on the topic name's hash."""
+    if api == "Produce":
+        for t in response.get("responses", []):
+            t["partition_responses"] = sorted(t.get("partition_responses", []), key=lambda p: p["index"])
+        response["responses"] = sorted(response.get("responses", []), key=lambda t: t["name"])
+    elif api == "WriteTxnMarkers":
+        for m in response.get("markers", []):
+            for t in m.get("topics", []):
+                t["partitions"] = sorted(t.get("partitions", []), key=lambda p: p["partition_index"])
+            m["topics"] = sorted(m.get("topics", []), key=lambda t: t["name"])
+        response["markers"] = sorted(response.get("markers", []), key=lambda m: str(m["producer_id"]))
 
 
 # ------------------------------------------------------------------ comparison

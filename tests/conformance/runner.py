@@ -183,7 +183,8 @@ class Run:
         now = int(time.time() * 1000)
         if b.control:
             return rec.build_control_batch(pid, epoch, b.control == "COMMIT", b.coordinator_epoch, now)
-        records = [rec.Record(i, now, None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
+        stamps = [now + d for d in b.timestamps] if b.timestamps is not None else [now] * len(b.values)
+        records = [rec.Record(i, stamps[i], None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
                               None if v is None else self.resolve(v).encode(), ())
                    for i, v in enumerate(b.values)]
         return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import wait_until
+from harness import wait_transaction_done, wait_until
 from rawclient import RawClient, make_batch
 
 TXN_TIMEOUT_MS = 60000
@@ -90,6 +90,7 @@ def test_list_describe_and_describe_producers(broker, unique_topic, admin_factor
             admin.describe_producers([TopicPartition(topic, 7)], broker_id=1)
 
         producer.commit_transaction()
+        wait_transaction_done(broker.bootstrap, tid)  # the markers follow the EndTxn answer
         d = admin.describe_transactions([tid])[tid]
         assert d.state == TransactionState.COMPLETE_COMMIT
         assert d.topic_partitions == set()  # as Kafka: no partitions once the markers are written
@@ -115,6 +116,7 @@ def test_abort_transaction_hanging(broker_factory, unique_topic, admin_factory):
     producer = open_transaction(b.bootstrap, tid, topic, [0, 1])
     producer.commit_transaction()  # partition 0 never gets its COMMIT marker
     producer.close()
+    wait_transaction_done(b.bootstrap, tid)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     admin = admin_factory(b.bootstrap)
     with RawClient.to(b.bootstrap) as c:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import urllib.request
 
-from harness import REPO_ROOT, free_port, wait_until
+from harness import REPO_ROOT, free_port, wait_transaction_done, wait_until
 from rawclient import RawClient
 
 MAX_TIMEOUT_MS = 4000
@@ -66,6 +66,7 @@ def test_hanging_transaction_detect_find_abort(broker_factory, unique_topic):
         p.produce(topic, value=f"hang-{i}".encode(), partition=1)
     p.flush(30)
     p.commit_transaction(30)  # the coordinator says committed; partition 1 never gets its marker
+    wait_transaction_done(b.bootstrap, tid)
 
     # records written after the hanging transaction's start: a plain idempotent producer
     q = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 2})

@@ -12,7 +12,7 @@ import pytest
 
 from coordinator.hashing import partition_for
 from coordinator.transaction.state import decode_key, decode_value
-from harness import wait_until
+from harness import wait_transaction_done, wait_until
 from protocol import records as rec
 from rawclient import RawClient, make_batch
 
@@ -162,6 +162,7 @@ def test_transactions_commit_and_abort_with_markers(broker, client, request):
         "aiokafka": lambda: produce_aiokafka(broker.bootstrap, tid, topics, txns, per, every, tag),
         "java": lambda: produce_java(java, broker.bootstrap, tid, topics, txns, per, every, tag),
     }[client]()
+    wait_transaction_done(broker.bootstrap, tid)  # the last markers follow the EndTxn answer
 
     seen = check_markers(broker.bootstrap, topics, tag, txns, every)
     assert seen == {(t, i) for t in range(txns) for i in range(per)}, "records missing from the log"
@@ -202,6 +203,7 @@ def test_zombie_is_fenced_kafka_python(broker, unique_topic):
     b.commit_transaction()
     b.close()
     a.close(timeout=1)
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie-0", b"fresh-0")
 
 
@@ -226,6 +228,7 @@ def test_zombie_is_fenced_confluent(broker, unique_topic):
     b.begin_transaction()
     b.produce(topic, value=b"fresh-0", partition=0)
     b.commit_transaction(10)
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie-0", b"fresh-0")
 
 
@@ -241,6 +244,7 @@ def test_zombie_is_fenced_java(broker, unique_topic, java_client):
     assert summary["send_error"] in ("ProducerFencedException", "InvalidProducerEpochException") or \
         summary["commit_error"] == "ProducerFencedException", summary
     assert summary["commit_error"] != "none", summary
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie:0", b"fresh:0")
 
 
@@ -320,7 +324,7 @@ def test_coordinator_crash_recovery(broker_factory, fault, finished):
             r = c.request(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                   "committed": False})
             assert r.error_code == 0
-        assert describe_txn(b.bootstrap, tid).transaction_state == "CompleteAbort"
+        wait_transaction_done(b.bootstrap, tid, states=("CompleteAbort",))
         for part in range(3):
             assert markers_of(b.bootstrap, topic, part) == [ABORT]
 

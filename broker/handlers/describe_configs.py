@@ -1,0 +1,86 @@
+"""DescribeConfigs (32): topic configs (storage) and the broker's own configuration."""
+from protocol.errors import ErrorCode, KafkaError
+from storage.config import describe_configs
+from ..config import DEFS, LONG_MAX
+from . import loggers
+
+API_KEY = 32
+VERSIONS = (1, 4)
+
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+# ConfigSource / ConfigType values from DescribeConfigsResponse
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
+# "*.ms" keys Kafka types INT (the rest of "*.ms" are LONG)
+# Kafka's internal keys: accepted, never described
+_INTERNAL = frozenset({"log.initial.task.delay.ms"})
+_INT_MS = frozenset({"log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms"})
+
+
+def _broker_configs(broker):
+    out = []
+    for key, (parser, default, _, doc) in DEFS.items():
+        if key in _INTERNAL:
+            continue
+        value = broker.config[key]
+        if isinstance(value, list):
+            text, ctype = ",".join(value), TYPE_LIST
+        elif isinstance(value, bool):
+            text, ctype = str(value).lower(), TYPE_BOOLEAN
+        elif isinstance(value, int):
+            text, ctype = str(value), TYPE_LONG if (abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX) \
+                and key not in _INT_MS else TYPE_INT
+        elif isinstance(value, float):
+            text, ctype = str(value), TYPE_DOUBLE
+        else:
+            text, ctype = (None if value is None else str(value)), TYPE_STRING if parser is str else TYPE_LONG
+        source = STATIC_BROKER_CONFIG if key in broker.config.originals else DEFAULT_CONFIG
+        out.append({"name": key, "value": text, "read_only": True, "is_default": source == DEFAULT_CONFIG,
+                    "config_source": source, "is_sensitive": False, "synonyms": [], "config_type": ctype,
+                    "documentation": doc})
+    return out
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    results = []
+    for res in req.resources:
+        r = {"error_code": 0, "error_message": None, "resource_type": res.resource_type,
+             "resource_name": res.resource_name, "configs": []}
+        try:
+            if res.resource_type == TOPIC:
+                if res.resource_name not in broker.logs.topics():
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                entries = describe_configs(broker.logs.topic_config(res.resource_name), None,
+                                           include_synonyms=req.include_synonyms)
+                configs = [{"name": c.name, "value": c.value, "read_only": c.read_only, "is_default": c.is_default,
+                            "config_source": int(c.source), "is_sensitive": c.is_sensitive,
+                            "synonyms": [{"name": s.name, "value": s.value, "source": int(s.source)} for s in c.synonyms],
+                            "config_type": int(c.config_type), "documentation": c.documentation}
+                           for c in entries]
+            elif res.resource_type == BROKER:
+                if res.resource_name not in ("", str(broker.node_id)):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {res.resource_name}")
+                configs = _broker_configs(broker)
+            elif res.resource_type == BROKER_LOGGER:
+                if not res.resource_name:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
+                if res.resource_name != str(broker.node_id):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but received {res.resource_name}")
+                configs = [{"name": name, "value": level, "read_only": False, "is_default": False,
+                            "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
+                            "config_type": 0, "documentation": None}
+                           for name, level in loggers.loggers().items()]
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")
+            if res.configuration_keys is not None:
+                wanted = set(res.configuration_keys)
+                configs = [c for c in configs if c["name"] in wanted]
+            if not req.include_documentation:
+                for c in configs:
+                    c["documentation"] = None
+            r["configs"] = configs
+        except KafkaError as e:
+            r.update(error_code=int(e.code), error_message=e.message)
+        results.append(r)
+    return {"throttle_time_ms": 0, "results": results}
