@@ -6,7 +6,7 @@ from ..dsl import (Scenario, Topic, add_offsets, add_partitions, await_gone, awa
                    init_pid, list_transactions, ref, txn_offset_commit, txn_produce)
 
 TIMEOUT = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
-EXPIRY = {"transactional.id.expiration.ms": "5000", "transaction.remove.expired.transaction.cleanup.interval.ms": "200"}
+EXPIRY = {"transactional.id.expiration.ms": "2000", "transaction.remove.expired.transaction.cleanup.interval.ms": "200"}
 HELD = {"t": Topic(), "h": Topic(held=True)}
 A = {"pid": ref("a.producer_id"), "epoch": ref("a.producer_epoch")}
 OFFSETS = {("{t}", 0): 1}
