@@ -38,10 +38,16 @@ IMAGES = {  # image -> Dockerfile (tags as in docker/docker-compose*.yml)
 _SKIP_REASON: list[str] = []   # the one reason every docker test skips with
 
 
+# The first test to use ``images`` pays for the builds: a cold Spark image (JRE
+# from Debian, pyspark from the wheelhouse) takes minutes on a loaded machine.
+TIMEOUT_S = 1800
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.docker)
+            item.add_marker(pytest.mark.timeout(TIMEOUT_S))
 
 
 def pytest_terminal_summary(terminalreporter):
