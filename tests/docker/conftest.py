@@ -128,7 +128,7 @@ def images(docker_env) -> dict[str, str]:
     try:
         for ref, dockerfile in IMAGES.items():
             t0 = time.monotonic()
-            docker("build", *args, "-q", "-f", dockerfile, "-t", ref, ".", cwd=REPO_ROOT,
+            docker("build", *args, "-q", "--force-rm", "-f", dockerfile, "-t", ref, ".", cwd=REPO_ROOT,
                    env=env, timeout=1800)
             fact(f"{ref}: built in {time.monotonic() - t0:.1f} s, {image_mb(ref):.0f} MB"
                  f" (base {docker_env['base']}: {image_mb(docker_env['base']):.0f} MB)")
