@@ -212,21 +212,22 @@ class TransactionCoordinator:
         return md.producer_id, md.producer_epoch
 
     # ---------------------------------------------------- AddPartitionsToTxn
-    def _checked(self, transactional_id: str, pid: int, epoch: int) -> TransactionMetadata:
+    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> None:
         if not transactional_id:
             raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
-        if md is None or md.producer_id != pid:
+        if md is None:
+            raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
+        # Kafka 4.x checks a pending transition (a transition in flight, or markers still being
+        # written: Complete* pending) before the producer id and epoch, so even a fenced or
+        # unknown producer is told to retry until the transaction settles
+        if md.pending_state is not None:
+            raise TxnError(E.CONCURRENT_TRANSACTIONS)
+        if md.producer_id != pid:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        return md
-
-    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> None:
-        md = self._checked(transactional_id, pid, epoch)
         parts = set(partitions)
         if md.state == S.ONGOING:
             if parts <= md.partitions:
@@ -382,6 +383,8 @@ class TransactionCoordinator:
                 continue
             if pids and md.producer_id not in pids:
                 continue
-            if min_duration_ms >= 0 and (md.state != S.ONGOING or now - md.txn_start_ms < min_duration_ms):
+            # Kafka's shouldInclude: only a transaction that started within the filter is left
+            # out, so Empty and Complete* ones (start time -1) are always listed
+            if min_duration_ms >= 0 and now - md.txn_start_ms <= min_duration_ms:
                 continue
             yield md

@@ -328,3 +328,21 @@ def await_log_start(offset: int, topic: str = "{t}", partition: int = 0, **kw) -
     """ListOffsets(earliest) until the log start offset is ``offset`` (retention is periodic)."""
     return list_offsets(topic, partition, timestamp=-2, isolation=0,
                         until={"topics.0.partitions.0.offset": offset}, **kw)
+
+
+# ------------------------------------------------------------ waits for the coordinator's states
+
+SETTLED_STATES = ["Empty", "Ongoing", "CompleteCommit", "CompleteAbort"]
+
+
+def await_settled(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until the state is not PrepareCommit/PrepareAbort: whatever the
+    last request set off (markers, an epoch fence's abort) has finished. Only for
+    transactions without held partitions, whose Prepare* states pass on their own."""
+    return await_txn(SETTLED_STATES, txn, **kw)
+
+
+def await_gone(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until TRANSACTIONAL_ID_NOT_FOUND (105): the coordinator has
+    expired the id (Dead, then removed; transactional.id.expiration.ms)."""
+    return describe_txn(txn, until={"transaction_states.0.error_code": 105}, **kw)

@@ -17,7 +17,7 @@ from protocol import records as rec
 from protocol.schema import API_NAMES
 
 from .dsl import Batch, Call, Ref, Restart, Scenario
-from .normalize import Normalizer, canonical, own_entries
+from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -257,7 +257,8 @@ class Run:
             self.saved[step.save] = resp
         if resp is not None:
             own_entries(request["api"], answer, set(self.names.values()))
-        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(answer))}
+        response = canonical_add_partitions(request["api"], canonical(request["api"], self.norm(answer)))
+        entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
             entry["label"] = step.label
         return entry
