@@ -1,5 +1,11 @@
 """Fetch (1): sessionless fetches, long-poll woken by appends and LSO moves.
 
+Each partition's records are a slice of one segment file, as Kafka's (LogSegment.read):
+from the batch holding the fetch offset, up to the partition's share of max_bytes, so the
+slice may end inside a batch (clients drop a cut batch and fetch it again); the first
+partition with data returns its first batch whole even past the limits (KIP-74), a later
+partition whose first batch the remaining budget cuts returns nothing.
+
 read_committed (isolation_level 1) reads up to the LSO and returns the aborted
 transactions the client needs to drop them, with Kafka's bound (UnifiedLog.read):
 up to an offset-index entry past the data, so possibly beyond it.
@@ -73,10 +79,16 @@ def _read_all(broker, req, by_id: bool, version: int):
                         parts.append(r)
                         continue
                 # every partition is read, even with no byte budget left: a read_committed
-                # answer then still lists aborted transactions, as Kafka's (readFromLog)
+                # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
+                # partition returns data, its first batch comes whole whatever the limits (KIP-74)
                 limit = max(min(p.partition_max_bytes, remaining), 0)
                 rr = lg.read(p.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
                              include_aborted=committed)
+                if rr.first_entry_incomplete:
+                    # the limit cuts this partition's first batch: no records and no aborted
+                    # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
+                    parts.append(r)
+                    continue
                 data = rr.records
                 if data:
                     r["records"] = data
