@@ -344,16 +344,35 @@ def _aio_read(bootstrap, isolation, expected):
     return asyncio.run(run())
 
 
+def _java_read(java_client, bootstrap, isolation, expected):
+    import json
+    import subprocess
+    r = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                        java_client.classpath, "TxnTool", "consume", "--bootstrap", bootstrap, "--topics", "shapes",
+                        "--partitions", str(SHAPE_PARTITIONS), "--isolation", isolation, "--expected", str(expected),
+                        "--timeout-ms", "60000", "--linger-ms", "500",
+                        "--max-partition-fetch-bytes", str(SMALL["max_partition_fetch_bytes"]),
+                        "--fetch-max-bytes", str(SMALL["fetch_max_bytes"])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return [(d["partition"], d["offset"], d["value"].encode()) for d in map(json.loads, r.stdout.splitlines())
+            if d["type"] == "record"]
+
+
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
-@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "aiokafka"])
-def test_consumers_read_cut_fetches_exactly_once(cut_fetches, client, isolation):
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "aiokafka", "java"])
+def test_consumers_read_cut_fetches_exactly_once(cut_fetches, client, isolation, request):
     """Fetch answers as Kafka's (one segment per partition, ending in a cut batch, partitions
     sharing max_bytes): every client, at both isolation levels, gets each record it should once,
     in offset order, across every segment boundary."""
     b, visible = cut_fetches
     want = visible[isolation]
-    read = {"kafka-python": _kp_read, "confluent-kafka": _ck_read, "aiokafka": _aio_read}[client]
-    got = read(b.bootstrap, isolation, sum(len(v) for v in want.values()))
+    expected = sum(len(v) for v in want.values())
+    if client == "java":
+        got = _java_read(request.getfixturevalue("java_client"), b.bootstrap, isolation, expected)
+    else:
+        read = {"kafka-python": _kp_read, "confluent-kafka": _ck_read, "aiokafka": _aio_read}[client]
+        got = read(b.bootstrap, isolation, expected)
     for p in range(SHAPE_PARTITIONS):
         mine = [(o, v) for q, o, v in got if q == p]
         offsets = [o for o, _ in mine]
