@@ -22,7 +22,16 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] in SUBCOMMANDS:
         import importlib
         mod = importlib.import_module(SUBCOMMANDS[argv[0]])
-        sys.exit(mod.main(argv[1:]))
+        try:
+            rc = mod.main(argv[1:])
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `minikafka dump-log ... | head`: the reader left; say so once, no traceback
+            # (stdout goes to /dev/null so the interpreter's final flush cannot fail again)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print(f"minikafka {argv[0]}: output closed by the reader (broken pipe)", file=sys.stderr)
+            rc = 1
+        sys.exit(rc)
     parser = argparse.ArgumentParser(prog="minikafka", description="A small Kafka-compatible broker.")
     parser.add_argument("--config", help="broker.properties file (Kafka property names)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
