@@ -75,3 +75,33 @@ def test_default_outputs_are_ignored_by_git():
                        capture_output=True, text=True, timeout=30)
     ignored = {Path(p).as_posix() for p in r.stdout.split()}
     assert ignored == {Path(p).as_posix() for p in paths}, r.stdout
+
+
+def readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"\n## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_readme_says_how_to_activate_the_environment():
+    assert ". .venv/bin/activate" in readme_section("Set-up")
+
+
+def test_readme_outgrowing_one_machine_commands_match_the_code():
+    from pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, parse_args
+    section = readme_section("Outgrowing one machine")
+    code_blocks = section.split("```")[1::2]
+    [submit] = [block for block in code_blocks if "spark-submit --master" in block]
+    assert f"--packages {KAFKA_PACKAGE}:4.0.0" in submit
+    assert CONNECTOR_JARS["spark-sql-kafka-0-10_2.13"].endswith("-4.0.0.jar")
+    _, _, job_args = submit.partition("pipeline/__main__.py")
+    assert job_args and (ROOT / "pipeline" / "__main__.py").is_file()
+    # what follows the script is the job's own command line, which it accepts
+    argv = job_args.replace("\\\n", " ").split()
+    assert parse_args(argv).source == "kafka"
+    # the shop's programs need only the bootstrap address (KAFKA_BOOTSTRAP_SERVERS)
+    assert "export KAFKA_BOOTSTRAP_SERVERS=" in section
+    for key in ("default.replication.factor", "min.insync.replicas",
+                "transaction.state.log.replication.factor", "offsets.topic.replication.factor"):
+        assert f"`{key}`" in section
