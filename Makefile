@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run pipeline test schema bench clean conformance-record
+.PHONY: run test schema bench clean conformance-record
 
 # `make run` installs only the broker's dependencies (seconds); `make test` adds
 # the test clients and pyspark, `make pipeline` pyspark, to the same venv.
@@ -30,6 +30,7 @@ run: $(VENV)/.installed-broker
 	$(PY) -m broker $(ARGS)
 
 # The Spark revenue job (python -m pipeline, see README): ARGS='--topic invoices ...'.
+.PHONY: pipeline
 pipeline: $(VENV)/.installed-spark
 	$(PY) -m pipeline $(ARGS)
 

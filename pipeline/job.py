@@ -9,7 +9,10 @@
   ``kafka.isolation.level=read_committed``; the connector comes from
   ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``
   (Maven) or ``--jars a.jar,dir,...`` (local files; a directory stands for
-  every ``*.jar`` in it); without either the job names the missing jars and stops.
+  every ``*.jar`` in it).
+
+Without the connector ``--source kafka`` names the missing jars and stops before
+Spark starts. Under ``spark-submit`` its ``--master``, ``--jars`` and ``--packages`` apply.
 
 The aggregate is a streaming ``groupBy(product_id)`` in complete mode whose
 state lives in the checkpoint; each micro-batch writes the whole table as a
