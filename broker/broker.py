@@ -477,6 +477,11 @@ class BrokerTxnIO:
     def partition_exists(self, topic: str, partition: int) -> bool:
         return self.broker.get_log(topic, partition) is not None
 
+    def coordinator_epoch(self, state_partition: int) -> int:
+        """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
+        loads each partition with its leader epoch as the coordinator epoch)."""
+        return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
+
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
         if os.environ.get("MINIKAFKA_FAULT") == point:
             log.error("fault injection: exiting at %s", point)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -139,7 +140,9 @@ def missing_connector(args: argparse.Namespace) -> str | None:
         return None
     given = [j for j in (expand_jars(args.jars) or "").split(",") if j]
     absent = [j for j in given if not Path(j).is_file()]
-    names = [Path(j).name for j in given]
+    # Maven's file names, or Ivy's (spark.jars.packages, as docker/Dockerfile.spark bakes
+    # them): "<group>_<artifact>-<version>.jar", e.g. org.apache.kafka_kafka-clients-3.9.0.jar
+    names = [re.sub(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+_", "", Path(j).name) for j in given]
     missing = [jar for artifact, jar in CONNECTOR_JARS.items()
                if not any(n.startswith(artifact + "-") and n[len(artifact) + 1:][:1].isdigit()
                           for n in names)]

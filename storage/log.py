@@ -3,7 +3,7 @@
 Directory ``<log.dir>/<topic>-<partition>/`` holds ``<20-digit base>.log``,
 ``.index``, ``.timeindex`` and (once a transaction aborts in it) ``.txnindex``
 per segment, producer state snapshots ``<offset>.snapshot``, plus
-``partition.metadata``.
+``partition.metadata`` and ``leader-epoch-checkpoint`` (storage.leader_epoch).
 
 Producer state (idempotence, transactions, LSO) lives in
 :class:`storage.producer_state.ProducerStateManager`; this class drives it:
@@ -40,6 +40,7 @@ from storage.checkpoint import fsync_path, read_partition_metadata, write_partit
 from storage.config import COMPRESSION_CODECS, LogConfig
 from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
+from storage.leader_epoch import LeaderEpochFileCache
 from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from storage.transaction_index import AbortedTxn
 from storage.validator import validate_client_batch, validate_records
@@ -50,9 +51,6 @@ log = logging.getLogger("minikafka.storage")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
-
-# single node: every partition has leader epoch 0 for its whole life
-LEADER_EPOCH = 0
 
 
 class FlushStats:
@@ -109,7 +107,6 @@ class UnifiedLog:
         self.partition = partition
         self.config = config
         self.topic_id = topic_id
-        self.leader_epoch = LEADER_EPOCH
         self.on_append: Callable[[], None] | None = None
         # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
         # segment) and when flush.messages is reached. None: flush.messages flushes in append
@@ -134,7 +131,11 @@ class UnifiedLog:
             self.topic_id = read_partition_metadata(dir_path)
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
+        self.leader_epoch_cache = LeaderEpochFileCache(dir_path)
         self._load(had_clean_shutdown)
+        # the epoch stamped on appended batches: the cache's latest once loaded; the log manager
+        # moves it on with become_leader on every start
+        self.leader_epoch = self.leader_epoch_cache.latest_epoch or 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -197,6 +198,7 @@ class UnifiedLog:
         bases.sort()
         kw = self._segment_kwargs()
         segments = [LogSegment(self.dir, b, **kw) for b in bases]
+        recovered: list[LogSegment] = []  # segments validated batch by batch (their epochs are re-read)
 
         if segments:
             # segments that may hold unflushed data after an unclean shutdown: from the one holding the
@@ -212,6 +214,7 @@ class UnifiedLog:
                 truncated = 0
                 if seg.base_offset in swapped:
                     truncated = seg.recover()
+                    recovered.append(seg)
                 elif i >= first_unflushed and not had_clean_shutdown:
                     log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
                              i - first_unflushed, len(segments) - first_unflushed, self.name)
@@ -219,6 +222,7 @@ class UnifiedLog:
                     if missing:
                         log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
                     truncated = seg.recover()
+                    recovered.append(seg)
                 else:
                     try:
                         seg.load_indexes()
@@ -228,6 +232,7 @@ class UnifiedLog:
                     except CorruptIndexError as e:
                         log.warning("Rebuilding index files for %s: %s", seg.log_path, e)
                         truncated = seg.recover()
+                        recovered.append(seg)
                 if not is_last:
                     seg.on_become_inactive()
                 if truncated and not is_last:
@@ -254,7 +259,44 @@ class UnifiedLog:
         self.recovery_point = min(self.recovery_point, self.next_offset)
         # aborted-txn entries for markers beyond a truncated tail must go
         self.active_segment.txn_index.truncate_to(self.next_offset)
+        self._load_leader_epochs(recovered)
         self._rebuild_producer_state()
+
+    def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
+        """Kafka's LogLoader: the epochs stamped on recovered batches are added to the cache
+        (all batches when the checkpoint file is missing or unreadable), then the cache is
+        cut to the recovered log: entries at or beyond the log end offset (a torn tail, or
+        an epoch in which nothing was written) and before the log start offset go."""
+        cache = self.leader_epoch_cache
+        found = []
+        for seg in (recovered if cache.loaded_from_file else self.segments):
+            if seg not in self.segments:
+                continue  # deleted after corruption in an earlier segment
+            for bp in seg.iter_batches():
+                epoch = bp.header.partition_leader_epoch
+                latest = found[-1][0] if found else cache.latest_epoch
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    found.append((epoch, bp.header.base_offset))
+        if found:
+            log.info("Partition %s: leader epochs from the log's batches: %s", self.name, found)
+            cache.assign_all(found)
+        # in memory only (the next load cuts the file's entries again); become_leader writes it
+        cache.truncate_from_end(self.next_offset, write=False)
+        cache.truncate_from_start(self.log_start_offset, write=False)
+
+    def become_leader(self, epoch: int) -> None:
+        """This broker leads the partition from now on in ``epoch`` (Kafka's ``makeLeader``):
+        appended batches carry it and it starts at the log end offset in the epoch cache."""
+        self.leader_epoch = epoch
+        self.leader_epoch_cache.assign(epoch, self.next_offset)
+
+    def leader_epoch_of_offset(self, offset: int) -> int:
+        """The partition leader epoch stamped on the batch holding ``offset`` (-1 if none)."""
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return -1
+        bp = self.segments[i].translate_offset(offset)
+        return bp.header.partition_leader_epoch if bp is not None and bp.header.partition_leader_epoch >= 0 else -1
 
     @staticmethod
     def _missing_index_files(seg: LogSegment) -> list[str]:
@@ -276,6 +318,7 @@ class UnifiedLog:
         self.high_watermark = offset
         self.recovery_point = offset
         self.log_start_offset = offset
+        self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
 
     # ------------------------------------------------------------------ append
@@ -355,6 +398,11 @@ class UnifiedLog:
                 return AppendResult(prepared.first_offset, prepared.last_offset, prepared.log_append_time_ms,
                                     self.log_start_offset, num_records)
 
+        cache = self.leader_epoch_cache
+        if cache.latest_epoch != epoch or cache.file_behind:
+            # the current epoch's entry went with a truncation or was never made (Kafka's
+            # maybeAssignEpochStartOffset), or the file lags the load's cuts: before the write
+            cache.assign(epoch, first_offset)
         seg = self.active_segment
         if self._should_roll(seg, total, max_ts, offset - 1, now_ms):
             seg = self.roll(now_ms)
@@ -563,12 +611,15 @@ class UnifiedLog:
         return best.find_max_timestamp_offset()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch: ``(epoch, end offset)``. A single node has one leader epoch (0)
-        for the log's whole life, so that epoch ends at the LEO and any other is unknown (-1, -1),
-        as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers."""
-        if epoch == self.leader_epoch:
-            return epoch, self.next_offset
-        return -1, -1
+        """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)
+        when unknown (Kafka's ``UnifiedLog.endOffsetForEpoch``)."""
+        found = self.leader_epoch_cache.end_offset_for(epoch, self.next_offset)
+        return (-1, -1) if found[1] == -1 else found
+
+    def earliest_leader_epoch(self) -> int:
+        """ListOffsets EARLIEST: the first cached epoch if it covers the log start offset, else -1."""
+        first = self.leader_epoch_cache.earliest_entry()
+        return first[0] if first is not None and first[1] <= self.log_start_offset else -1
 
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Put ``new_segment`` where the adjacent ``old_segments`` were (in memory only: the
@@ -675,6 +726,7 @@ class UnifiedLog:
         return len(deletable)
 
     def _log_start_offset_changed(self) -> None:
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         if self.on_log_start_offset_change is not None:
             self.on_log_start_offset_change(self)
 
@@ -692,6 +744,7 @@ class UnifiedLog:
         active.truncate_to(offset)
         active.open_for_append()
         self.next_offset = active.next_offset
+        self.leader_epoch_cache.truncate_from_end(self.next_offset)
         self.high_watermark = min(self.high_watermark, self.next_offset)
         self.recovery_point = min(self.recovery_point, self.next_offset)
         self._rebuild_producer_state()
@@ -718,6 +771,8 @@ class UnifiedLog:
             if end <= self.recovery_point:
                 return
             t0 = time.monotonic()
+            # the epoch cache first: no epoch of data made durable is missing from its file
+            self.leader_epoch_cache.flush()
             segments = list(self.segments)
             bases = [s.base_offset for s in segments]
             start = max(0, bisect_right(bases, self.recovery_point) - 1)

@@ -18,7 +18,6 @@ API_KEY = 75
 VERSIONS = (0, 0)
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
-LEADER_EPOCH = 0  # as Metadata reports
 # AclEntry.supportedOperations(TOPIC): READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
 # DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a 32-bit field
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
@@ -60,7 +59,8 @@ async def handle(conn, header, req):
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(info.num_partitions, start + remaining)
-        parts = [{"error_code": 0, "partition_index": p, "leader_id": node, "leader_epoch": LEADER_EPOCH,
+        parts = [{"error_code": 0, "partition_index": p, "leader_id": node,
+                  "leader_epoch": broker.logs.leader_epoch(name, p),
                   "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
                   "last_known_elr": [], "offline_replicas": []}
                  for p in range(start, upper)]

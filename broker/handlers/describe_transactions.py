@@ -14,11 +14,12 @@ async def handle(conn, header, req):
     coord = conn.broker.txn_coordinator
     out = []
     for tid in req.transactional_ids:
-        md = coord.txns.get(tid)
+        md = coord.txns.get(tid) if tid else None
         if md is None:
-            out.append({"error_code": ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactional_id": tid,
-                        "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": -1,
-                        "producer_id": -1, "producer_epoch": -1, "topics": []})
+            # Kafka sets only the id and the error: the other fields keep their zero defaults
+            out.append({"error_code": ErrorCode.INVALID_REQUEST if not tid else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+                        "transactional_id": tid, "transaction_state": "", "transaction_timeout_ms": 0,
+                        "transaction_start_time_ms": 0, "producer_id": 0, "producer_epoch": 0, "topics": []})
             continue
         topics: dict[str, list[int]] = {}
         for t, p in md.sorted_partitions():

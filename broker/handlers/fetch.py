@@ -2,21 +2,41 @@
 
 read_committed (isolation_level 1) reads up to the LSO and returns the aborted
 transactions overlapping the returned range so the client can drop them.
+
+Leader epochs (Kafka's Partition.fetchRecords / readRecords): a current_leader_epoch
+older than the partition's is FENCED_LEADER_EPOCH (v16+: with the current leader and
+its endpoint), a newer one UNKNOWN_LEADER_EPOCH; with last_fetched_epoch (v12+) a
+fetch offset past the end of that epoch in this log answers diverging_epoch and no
+records.
 """
 import trio
 
 from protocol.errors import ErrorCode, KafkaError
-from .common import resolve_topic
+from .common import check_leader_epoch, resolve_topic
 
 API_KEY = 1
 VERSIONS = (4, 16)
 INT32_MAX = 2**31 - 1
 
 
-def _read_all(broker, req, by_id: bool):
+def _diverging_epoch(lg, fetch_offset: int, last_fetched_epoch: int) -> dict | None:
+    """{epoch, end_offset} when the client's log diverges from this one, else None."""
+    epoch, end = lg.end_offset_for_epoch(last_fetched_epoch)
+    if epoch == -1 or end == -1:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                         f"Could not determine the end offset of the last fetched epoch {last_fetched_epoch}")
+    if fetch_offset < lg.log_start_offset:
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE)
+    if epoch < last_fetched_epoch or end < fetch_offset:
+        return {"epoch": epoch, "end_offset": end}
+    return None
+
+
+def _read_all(broker, req, by_id: bool, version: int):
     committed = req.isolation_level == 1
     remaining = req.max_bytes if req.max_bytes > 0 else INT32_MAX
     total, errors = 0, False
+    fenced = False
     responses = []
     for t in req.topics:
         name, topic_err = resolve_topic(broker, t.topic, t.topic_id, by_id)
@@ -28,10 +48,16 @@ def _read_all(broker, req, by_id: bool):
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 lg = broker.require_log(name, p.partition)
-                if p.current_leader_epoch > 0:
-                    raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+                check_leader_epoch(lg, p.current_leader_epoch if p.current_leader_epoch >= 0 else None)
                 hw, lso = lg.high_watermark, lg.last_stable_offset
                 r.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=lg.log_start_offset)
+                if p.last_fetched_epoch >= 0:
+                    diverging = _diverging_epoch(lg, p.fetch_offset, p.last_fetched_epoch)
+                    if diverging is not None:
+                        r["diverging_epoch"] = diverging
+                        errors = True  # answered at once, as an error is
+                        parts.append(r)
+                        continue
                 limit = min(p.partition_max_bytes, remaining)
                 if limit > 0 or total == 0:
                     rr = lg.read(p.fetch_offset, max(limit, 0), max_offset=lso if committed else hw, min_one=total == 0)
@@ -49,10 +75,14 @@ def _read_all(broker, req, by_id: bool):
                     r["aborted_transactions"] = []
             except KafkaError as e:
                 errors = True
-                r["error_code"] = int(e.code)
+                # as Kafka's createLogReadResult(e): no offsets with an error (OFFSET_OUT_OF_RANGE too)
+                r.update(error_code=int(e.code), high_watermark=-1, last_stable_offset=-1, log_start_offset=-1)
+                if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
+                    r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
+                    fenced = True
             parts.append(r)
         responses.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": parts})
-    return responses, total, errors
+    return responses, total, errors, fenced
 
 
 async def handle(conn, header, req):
@@ -64,9 +94,14 @@ async def handle(conn, header, req):
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     while True:
         event = broker.data_event
-        responses, total, errors = _read_all(broker, req, by_id)
+        responses, total, errors, fenced = _read_all(broker, req, by_id, header.api_version)
         if total >= req.min_bytes or errors or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await event.wait()
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    out = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    if fenced:
+        # v16: the leader named in current_leader, with its endpoint (KIP-951)
+        host, port = broker.advertised_address(conn.listener_name)
+        out["node_endpoints"] = [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+    return out

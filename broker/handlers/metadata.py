@@ -1,4 +1,5 @@
-"""Metadata (3): this single node leads every partition; auto-creates topics per config."""
+"""Metadata (3): this single node leads every partition (at the partition's leader epoch);
+auto-creates topics per config."""
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 from .common import NO_AUTH_OPS, topic_name_error
@@ -9,7 +10,8 @@ VERSIONS = (0, 12)
 
 def topic_entry(broker, info, version_has_ids=True):
     parts = [{
-        "error_code": 0, "partition_index": p, "leader_id": broker.node_id, "leader_epoch": 0,
+        "error_code": 0, "partition_index": p, "leader_id": broker.node_id,
+        "leader_epoch": broker.logs.leader_epoch(info.name, p),
         "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id], "offline_replicas": [],
     } for p in range(info.num_partitions)]
     return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": broker.is_internal(info.name),

@@ -1,9 +1,11 @@
 """OffsetForLeaderEpoch (23): clients validate positions after leader changes (KIP-320).
 
-This node has led every partition since creation with leader epoch 0, so the end
-offset of epoch 0 (and of any later epoch asked for) is the log end offset.
+Answered from the partition's leader epoch cache (storage.leader_epoch): the largest
+epoch <= the one asked for and where it ends (the log end offset for the current
+epoch), as Kafka's Partition.lastOffsetForLeaderEpoch.
 """
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import KafkaError
+from .common import check_leader_epoch
 
 API_KEY = 23
 VERSIONS = (2, 4)
@@ -18,10 +20,9 @@ async def handle(conn, header, req):
             r = {"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
             try:
                 lg = broker.require_log(t.topic, p.partition)
-                if p.current_leader_epoch > 0:
-                    raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
-                if p.leader_epoch >= 0:
-                    r.update(leader_epoch=0, end_offset=lg.log_end_offset)
+                check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
+                epoch, end = lg.end_offset_for_epoch(p.leader_epoch)
+                r.update(leader_epoch=epoch, end_offset=end)
             except KafkaError as e:
                 r["error_code"] = int(e.code)
             parts.append(r)

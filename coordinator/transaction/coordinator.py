@@ -65,6 +65,7 @@ class TxnIO(Protocol):
     def markers_due(self) -> None: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
+    def coordinator_epoch(self, state_partition: int) -> int: ...
     def fault(self, point: str) -> None: ...
 
 
@@ -82,7 +83,6 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
         self.offsets_partitions = offsets_partitions
-        self.coordinator_epoch = 0  # one node: the state partitions' leader epoch never changes
         self.txns: dict[str, TransactionMetadata] = {}
         # Prepare* transactions whose markers are still to be written, in order of decision
         self._completing: dict[str, TransactionMetadata] = {}
@@ -212,21 +212,22 @@ class TransactionCoordinator:
         return md.producer_id, md.producer_epoch
 
     # ---------------------------------------------------- AddPartitionsToTxn
-    def _checked(self, transactional_id: str, pid: int, epoch: int) -> TransactionMetadata:
+    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> None:
         if not transactional_id:
             raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
-        if md is None or md.producer_id != pid:
+        if md is None:
+            raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
+        # Kafka 4.x checks a pending transition (a transition in flight, or markers still being
+        # written: Complete* pending) before the producer id and epoch, so even a fenced or
+        # unknown producer is told to retry until the transaction settles
+        if md.pending_state is not None:
+            raise TxnError(E.CONCURRENT_TRANSACTIONS)
+        if md.producer_id != pid:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        return md
-
-    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> None:
-        md = self._checked(transactional_id, pid, epoch)
         parts = set(partitions)
         if md.state == S.ONGOING:
             if parts <= md.partitions:
@@ -317,7 +318,9 @@ class TransactionCoordinator:
                 continue
             if written == 1:
                 self.io.fault("txn.after_first_marker")
-            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch))
+            # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
+            coordinator_epoch = self.io.coordinator_epoch(self.state_partition(md.transactional_id))
+            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, coordinator_epoch))
             if code == E.NONE or code in SKIPPED_MARKER_ERRORS:
                 # as Kafka's removePartition: DescribeTransactions lists only partitions still waiting
                 md.partitions.discard((topic, part))
@@ -380,6 +383,8 @@ class TransactionCoordinator:
                 continue
             if pids and md.producer_id not in pids:
                 continue
-            if min_duration_ms >= 0 and (md.state != S.ONGOING or now - md.txn_start_ms < min_duration_ms):
+            # Kafka's shouldInclude: only a transaction that started within the filter is left
+            # out, so Empty and Complete* ones (start time -1) are always listed
+            if min_duration_ms >= 0 and now - md.txn_start_ms <= min_duration_ms:
                 continue
             yield md

@@ -55,6 +55,16 @@ def test_connector_check_leaves_other_ways_alone(tmp_path, monkeypatch):
                  "kafka-clients-3.9.1.jar", "commons-pool2-2.12.1.jar"):
         (jars / name).write_bytes(b"PK")
     assert problem("--source", "kafka", "--jars", str(jars)) is None
+    ivy = tmp_path / "ivy"  # as Spark's Ivy names them (docker/Dockerfile.spark bakes those)
+    ivy.mkdir()
+    for name in ("org.apache.spark_spark-sql-kafka-0-10_2.13-4.0.0.jar",
+                 "org.apache.spark_spark-token-provider-kafka-0-10_2.13-4.0.0.jar",
+                 "org.apache.kafka_kafka-clients-3.9.0.jar", "org.apache.commons_commons-pool2-2.12.0.jar",
+                 "org.lz4_lz4-java-1.8.0.jar"):
+        (ivy / name).write_bytes(b"PK")
+    assert problem("--source", "kafka", "--jars", str(ivy)) is None
+    (ivy / "org.apache.kafka_kafka-clients-3.9.0.jar").unlink()
+    assert "missing kafka-clients-3.9.0.jar." in problem("--source", "kafka", "--jars", str(ivy))
     monkeypatch.setenv("SPARK_KAFKA_JARS", str(jars))
     assert problem("--source", "kafka") is None
     monkeypatch.delenv("SPARK_KAFKA_JARS")

@@ -46,6 +46,9 @@ class MemoryIO:
     def partition_exists(self, topic, partition) -> bool:
         return True
 
+    def coordinator_epoch(self, state_partition) -> int:
+        return 0
+
     def fault(self, point) -> None:
         pass
 
