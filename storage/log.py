@@ -86,6 +86,8 @@ class ReadResult(NamedTuple):
     last_stable_offset: int
     log_end_offset: int
     next_offset: int           # offset after the last returned batch (== fetch offset if none)
+    aborted: list | None = None  # with include_aborted: [(producer_id, first_offset)] (Kafka's
+                                 # abortedTransactions; None where Kafka has none to give)
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int] | None:
@@ -108,6 +110,7 @@ class UnifiedLog:
         self.config = config
         self.topic_id = topic_id
         self.on_append: Callable[[], None] | None = None
+        self._batch_base_cache: tuple | None = None  # (key, value) of _batch_base_at
         # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
         # segment) and when flush.messages is reached. None: flush.messages flushes in append
         self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
@@ -153,9 +156,33 @@ class UnifiedLog:
     @property
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
+        if fuo is not None and fuo < self.log_start_offset:
+            # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose start was deleted
+            # (DeleteRecords, retention) is unstable from the log start offset, as Kafka's offset
+            # metadata gives it: the base offset of the batch holding it (below the log start if
+            # DeleteRecords cut a batch), the log end offset if there is none
+            fuo = self._batch_base_at(self.log_start_offset)
         if fuo is not None and fuo < self.high_watermark:
             return fuo
         return self.high_watermark
+
+    def _batch_base_at(self, offset: int) -> int:
+        """Kafka's ``convertToOffsetMetadataOrThrow(offset).messageOffset``: base offset of the
+        first batch whose last offset >= ``offset``, else the log end offset (cached per log
+        start and end offset: called for every LSO while a transaction's start is deleted)."""
+        key = (offset, self.next_offset, len(self.segments))
+        cached = self._batch_base_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        base = self.next_offset
+        i = max(bisect_right(self._bases, offset) - 1, 0)
+        for seg in self.segments[i:]:
+            bp = seg.translate_offset(offset)
+            if bp is not None:
+                base = bp.header.base_offset
+                break
+        self._batch_base_cache = (key, base)
+        return base
 
     @property
     def size(self) -> int:
@@ -459,7 +486,7 @@ class UnifiedLog:
 
     # ------------------------------------------------------------------ read
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one: bool = True) -> ReadResult:
+             min_one: bool = True, include_aborted: bool = False) -> ReadResult:
         """Whole batches from the batch containing ``fetch_offset``.
 
         Stops before a batch whose base offset >= ``max_offset`` (exclusive
@@ -467,6 +494,13 @@ class UnifiedLog:
         except that with ``min_one`` a first batch larger than ``max_bytes`` is
         returned whole. May continue into following segments while budget is
         left. OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
+
+        ``include_aborted`` (read_committed) also lists the aborted transactions
+        a consumer needs, as Kafka's ``LocalLog.read`` / ``addAbortedTransactions``
+        do: from ``fetch_offset`` up to a bound taken from the offset index of the
+        segment read (the first entry at or after the end of what Kafka would
+        slice; else the next segment's base offset; else the log end offset), so
+        the list may name transactions beyond the returned data.
         """
         leo = self.next_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
@@ -478,7 +512,7 @@ class UnifiedLog:
             max_offset = hw
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
-            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
+            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
         segments = self.segments
         i = bisect_right(self._bases, fetch_offset) - 1
         if i < 0:
@@ -487,21 +521,39 @@ class UnifiedLog:
         remaining = max_bytes
         first = min_one
         next_offset = fetch_offset
+        read_from = None  # (segment index, SegmentRead) of the first segment read: Kafka reads only that one
         while i < len(segments):
             r = segments[i].read(next_offset, remaining, max_offset, first)
-            i += 1
             if r is None:
+                i += 1
                 continue  # nothing at or after next_offset in this segment
-            data, nxt, at_end = r
-            if data:
-                parts.append(data)
-                remaining -= len(data)
-                next_offset = nxt
+            if read_from is None:
+                read_from = (i, r)
+            i += 1
+            if r.data:
+                parts.append(r.data)
+                remaining -= len(r.data)
+                next_offset = r.next_offset
                 first = False
-            if not at_end or remaining <= 0 or next_offset >= max_offset:
+            if not r.at_end or remaining <= 0 or next_offset >= max_offset:
                 break
         data = parts[0] if len(parts) == 1 else b"".join(parts)
-        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset)
+        aborted = None
+        if include_aborted and read_from is not None:
+            aborted = self._aborted_for_read(fetch_offset, read_from[0], read_from[1], next_offset)
+        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset, aborted)
+
+    def _aborted_for_read(self, fetch_offset: int, seg_index: int, r, next_offset: int) -> list[tuple[int, int]]:
+        """Kafka's ``addAbortedTransactions`` for a read of segment ``seg_index``."""
+        segments = self.segments
+        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + r.fetch_size)
+        if bound is None:
+            bound = segments[seg_index + 1].base_offset if seg_index + 1 < len(segments) else self.next_offset
+        # Kafka returns one segment's data; we may return more, whose aborted transactions the
+        # consumer needs too
+        bound = max(bound, next_offset)
+        return [(t.producer_id, t.first_offset)
+                for t in self.collect_aborted_txns(fetch_offset, bound, start_segment=seg_index)]
 
     # ------------------------------------------------------------------ transactions (producer state)
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
@@ -509,17 +561,20 @@ class UnifiedLog:
         ``[fetch_offset, upper_bound_offset)`` for read_committed fetches."""
         return [(t.producer_id, t.first_offset) for t in self.collect_aborted_txns(fetch_offset, upper_bound_offset)]
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int,
+                             start_segment: int | None = None) -> list[AbortedTxn]:
         """Kafka's ``collectAbortedTransactions``: every aborted transaction with
         ``last_offset >= fetch_offset`` and ``first_offset < upper_bound_offset``. A
         transaction is indexed in the segment holding its marker, which is at or after
         the segment holding ``fetch_offset`` if the marker is >= ``fetch_offset``; the
-        scan stops at the first entry whose LSO reaches the upper bound."""
+        scan starts there (or at ``start_segment``, the segment a fetch read) and stops at
+        the first entry whose LSO reaches the upper bound."""
         out: list[AbortedTxn] = []
         segments = self.segments
-        i = bisect_right(self._bases, fetch_offset) - 1
-        if i < 0:
-            i = 0
+        if start_segment is not None:
+            i = start_segment
+        else:
+            i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
         while i < len(segments):
             if segments[i].txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset, out):
                 break

@@ -272,14 +272,12 @@ class ProducerAppendInfo:
 
     def append_end_txn_marker(self, commit: bool, coordinator_epoch: int, producer_epoch: int, offset: int,
                               timestamp: int) -> CompletedTxn | None:
+        # Kafka (transaction.version 1) checks nothing else: a marker is written whether or not
+        # a transaction is open (an entry is created for an unknown producer), a higher epoch
+        # becomes the producer's epoch, and an admin's marker (KIP-664) is fenced like any
+        # other by a lower coordinator epoch (-1 included).
         self._check_producer_epoch(producer_epoch, offset)
-        if coordinator_epoch < 0:
-            # an administrator's marker (KIP-664 abort; kafka-python's AbortTransactionSpec sends
-            # -1 by default): not fenced by the coordinator epoch, and it does not lower it.
-            # Kafka would compare -1 like any epoch; the broker's WriteTxnMarkers handler applies
-            # the admin checks instead (exact producer epoch, open transaction).
-            coordinator_epoch = self.coordinator_epoch
-        elif self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
+        if self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
             raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                              f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in "
                              f"partition {self.name}: {coordinator_epoch} (zombie), {self.coordinator_epoch} (current)")

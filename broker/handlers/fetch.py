@@ -1,7 +1,8 @@
 """Fetch (1): sessionless fetches, long-poll woken by appends and LSO moves.
 
 read_committed (isolation_level 1) reads up to the LSO and returns the aborted
-transactions overlapping the returned range so the client can drop them.
+transactions the client needs to drop them, with Kafka's bound (UnifiedLog.read):
+up to an offset-index entry past the data, so possibly beyond it.
 
 Leader epochs (Kafka's Partition.fetchRecords / readRecords): a current_leader_epoch
 older than the partition's is FENCED_LEADER_EPOCH (v16+: with the current leader and
@@ -17,6 +18,11 @@ from .common import check_leader_epoch, resolve_topic
 API_KEY = 1
 VERSIONS = (4, 16)
 INT32_MAX = 2**31 - 1
+
+
+def _error(partition: int, code, aborted: list | None) -> dict:
+    return {"partition_index": partition, "error_code": int(code), "high_watermark": -1, "last_stable_offset": -1,
+            "log_start_offset": -1, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
 
 
 def _diverging_epoch(lg, fetch_offset: int, last_fetched_epoch: int) -> dict | None:
@@ -42,12 +48,20 @@ def _read_all(broker, req, by_id: bool, version: int):
         name, topic_err = resolve_topic(broker, t.topic, t.topic_id, by_id)
         parts = []
         for p in t.partitions:
-            r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
-                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
             try:
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 lg = broker.require_log(name, p.partition)
+            except KafkaError as e:
+                # Kafka answers an unknown topic, topic id or partition before reading
+                # (KafkaApis' erroneous partitions, FetchResponse.partitionResponse):
+                # offsets -1 and an empty, not null, aborted transactions list
+                errors = True
+                parts.append(_error(p.partition, e.code, []))
+                continue
+            r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
+                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+            try:
                 check_leader_epoch(lg, p.current_leader_epoch if p.current_leader_epoch >= 0 else None)
                 hw, lso = lg.high_watermark, lg.last_stable_offset
                 r.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=lg.log_start_offset)
@@ -58,25 +72,24 @@ def _read_all(broker, req, by_id: bool, version: int):
                         errors = True  # answered at once, as an error is
                         parts.append(r)
                         continue
-                limit = min(p.partition_max_bytes, remaining)
-                if limit > 0 or total == 0:
-                    rr = lg.read(p.fetch_offset, max(limit, 0), max_offset=lso if committed else hw, min_one=total == 0)
-                    data = rr.records
-                    if data:
-                        r["records"] = data
-                        total += len(data)
-                        remaining -= len(data)
-                        if committed:
-                            r["aborted_transactions"] = [
-                                {"producer_id": pid, "first_offset": first}
-                                for pid, first in lg.aborted_transactions(p.fetch_offset, rr.next_offset)
-                            ]
-                if committed and r["aborted_transactions"] is None:
-                    r["aborted_transactions"] = []
+                # every partition is read, even with no byte budget left: a read_committed
+                # answer then still lists aborted transactions, as Kafka's (readFromLog)
+                limit = max(min(p.partition_max_bytes, remaining), 0)
+                rr = lg.read(p.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
+                             include_aborted=committed)
+                data = rr.records
+                if data:
+                    r["records"] = data
+                    total += len(data)
+                    remaining -= len(data)
+                if rr.aborted is not None:
+                    r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
+                                                 for pid, first in rr.aborted]
             except KafkaError as e:
                 errors = True
-                # as Kafka's createLogReadResult(e): no offsets with an error (OFFSET_OUT_OF_RANGE too)
-                r.update(error_code=int(e.code), high_watermark=-1, last_stable_offset=-1, log_start_offset=-1)
+                # an error of the read itself (ReplicaManager.createLogReadResult(e)): offsets are
+                # UnknownOffset (-1), no records, no aborted list (OFFSET_OUT_OF_RANGE too)
+                r = _error(p.partition, e.code, None)
                 if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
                     r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
                     fenced = True

@@ -7,6 +7,7 @@ from .common import CloseConnection, resolve_topic
 
 API_KEY = 0
 VERSIONS = (3, 12)
+MIXED_PRODUCERS = "Transactional records contained more than one producer ID"
 
 
 def _check_single_batch(records) -> None:
@@ -31,6 +32,27 @@ def _has_transactional_records(req) -> bool:
     return False
 
 
+def _transactional_producers(broker, req, by_id: bool) -> set[tuple[int, int]]:
+    """(producer id, epoch) of the transactional batches bound for existing partitions with
+    well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
+    found = set()
+    for t in req.topic_data:
+        name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
+        if topic_err is not None:
+            continue
+        for p in t.partition_data:
+            if broker.get_log(name, p.index) is None:
+                continue
+            try:
+                _check_single_batch(p.records)
+            except KafkaError:
+                continue
+            h = rec.parse_header(p.records, 0)
+            if h.is_transactional and h.producer_id >= 0:
+                found.add((h.producer_id, h.producer_epoch))
+    return found
+
+
 async def handle(conn, header, req):
     broker = conn.broker
     acks = req.acks
@@ -40,6 +62,10 @@ async def handle(conn, header, req):
     # transactional records need a transactional id (Kafka checks it is authorized, with no
     # ACLs a missing one is all that can fail): the whole request is refused
     refused = req.transactional_id is None and _has_transactional_records(req)
+    # transactional batches of more than one producer (id and epoch) in one request: Kafka's
+    # handleProduceAppend throws InvalidPidMappingException before appending anything, and
+    # every partition of the request gets it (ProduceRequest.getErrorResponse)
+    mixed = not refused and len(_transactional_producers(broker, req, by_id)) > 1
     for t in req.topic_data:
         name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
         parts = []
@@ -52,6 +78,8 @@ async def handle(conn, header, req):
                     failed = True
                     parts.append(r)
                     continue
+                if mixed:
+                    raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 if acks not in (0, 1, -1):
@@ -78,7 +106,7 @@ async def handle(conn, header, req):
                     r.update(error_message=e.message,
                              record_errors=[{"batch_index": i, "batch_index_error_message": m}
                                             for i, m in e.record_errors])
-                elif isinstance(e, TransactionVerificationError):
+                elif isinstance(e, TransactionVerificationError) or mixed:
                     r.update(error_message=e.message)  # Kafka's own text for some (hasCustomErrorMessage)
             parts.append(r)
         responses.append({"name": t.name, "topic_id": t.topic_id, "partition_responses": parts})

@@ -381,6 +381,54 @@ def test_produce_to_partition_not_in_transaction_is_refused(broker):
         assert c.list_offset("verify", 1) == 0
 
 
+def test_transactional_batches_of_two_producers_in_one_request(broker, unique_topic):
+    """Kafka 4.1 (probed): transactional batches of more than one (producer id, epoch) bound for
+    existing partitions fail the whole request with INVALID_PRODUCER_ID_MAPPING and Kafka's
+    message, every partition included (an unknown topic's too), before anything is written or
+    verified; an idempotent batch of another producer, or a second producer's batch bound for an
+    unknown topic, does not count; with acks=0 the connection is closed."""
+    t = unique_topic("mixed")
+    msg = "Transactional records contained more than one producer ID"
+    create_topics(broker.bootstrap, [t], 3)
+
+    def produce(c, tid, items, acks=-1):
+        body = {"transactional_id": tid, "acks": acks, "timeout_ms": 10000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": b}]} for topic, p, b in items]}
+        r = c.request(0, 9, body)
+        return [(p.index, p.error_code, p.base_offset, p.error_message) for x in r.responses for p in x.partition_responses]
+
+    with RawClient.to(broker.bootstrap) as c:
+        ids = []
+        for tid in (f"{t}-a", f"{t}-b"):
+            c.request(10, 3, {"key": tid, "key_type": 1})
+            init = c.init_producer_id(tid)
+            ids.append((init.producer_id, init.producer_epoch))
+            c.request(24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": init.producer_id,
+                              "v3_and_below_producer_epoch": init.producer_epoch,
+                              "v3_and_below_topics": [{"name": t, "partitions": [0, 1, 2]}]})
+        (pa, ea), (pb, eb) = ids
+        ta = f"{t}-a"
+        # one producer id with two epochs counts as two
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)),
+                               (t, 1, make_batch([b"y"], pa, ea + 1, 0, True))]) == [(0, 49, -1, msg), (1, 49, -1, msg)]
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)), (t, 1, make_batch([b"y"], pb, eb, 0, True)),
+                               (f"{t}-nope", 0, make_batch([b"z"], pa, ea, 0, True))]) == \
+            [(0, 49, -1, msg), (1, 49, -1, msg), (0, 49, -1, msg)]
+        assert [c.list_offset(t, p) for p in range(3)] == [0, 0, 0], "nothing written"
+        # what does not count: an idempotent batch of b, b's transactional batch for an unknown topic
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)),
+                               (t, 2, make_batch([b"i"], pb, eb, 0, False))]) == [(0, 0, 0, None), (2, 0, 0, None)]
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 1, True)),
+                               (f"{t}-nope", 0, make_batch([b"z"], pb, eb, 0, True))]) == [(0, 0, 1, None), (0, 3, -1, None)]
+        # the refused request left no verification behind: b starts its transaction at sequence 0
+        assert produce(c, f"{t}-b", [(t, 1, make_batch([b"y"], pb, eb, 0, True))]) == [(1, 0, 0, None)]
+        with pytest.raises(ConnectionError):
+            produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 2, True)), (t, 1, make_batch([b"y"], pb, eb, 1, True))],
+                    acks=0)
+    with RawClient.to(broker.bootstrap) as c:
+        assert [c.list_offset(t, p) for p in range(3)] == [2, 1, 1], "acks=0: nothing written either"
+
+
 def test_wrong_producer_id_is_invalid_mapping(broker):
     with RawClient.to(broker.bootstrap) as c:
         c.request(10, 3, {"key": "mapper", "key_type": 1})
