@@ -74,8 +74,8 @@ def _one_of(*choices):
 def parse_metrics_listener(text: str) -> tuple[str, int]:
     """``metrics.listener``: '[http://]host:port' -> (host, port); an empty host means all interfaces."""
     text = text.strip().removeprefix("http://")
-    host, _, port = text.rpartition(":")
-    if not _ or not port.isdigit() or int(port) > 65535:
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
         raise ValueError("Expected host:port (port 0-65535), or nothing to disable the endpoint")
     return host.strip("[]") or "0.0.0.0", int(port)
 
