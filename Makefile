@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run test schema bench clean conformance-record
+.PHONY: run test docker-test schema bench clean conformance-record
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,16 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	-$(PY) tests/java/setup_jars.py --ext $(EXT)
 	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest $(PYTEST_ARGS)
+
+# The docker tests alone (tests/docker: images built, containers and compose
+# stacks run on the host's network). First brings up what is missing: as root,
+# docker.io and debootstrap (apt), Compose v2 (PyPI, in a venv), dockerd with no
+# bridge and no iptables, a base image (pulled, else built from Debian packages);
+# see tests/docker/sandbox.py. Fails if no daemon can be had.
+docker-test: $(VENV)/.installed
+	-$(PY) tests/java/setup_jars.py --ext $(EXT)
+	$(PYTHON) tests/docker/sandbox.py up
+	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest tests/docker $(PYTEST_ARGS)
 
 # Re-derive protocol/schema.json and protocol/errors.py from ../shared/kafka-protocol.
 schema:

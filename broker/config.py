@@ -100,7 +100,6 @@ DEFS: dict[str, tuple] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (int, 3600000, _at_least(1), "How often expired transactional ids are removed"),
     "transaction.partition.verification.enable": (_bool, True, None, "Refuse transactional writes to partitions not added to the transaction"),
-    "transaction.two.phase.commit.enable": (_bool, False, None, "Allow InitProducerId keepPreparedTxn / 2PC (KIP-939)"),
     "producer.id.expiration.ms": (int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
     "producer.id.expiration.check.interval.ms": (int, 600000, _at_least(1), "How often idle producer state is dropped"),
     "unstable.api.versions.enable": (_bool, False, None, "Advertise API versions Kafka marks unstable"),

@@ -8,7 +8,8 @@
 * ``--source kafka``: Spark's own Kafka source with
   ``kafka.isolation.level=read_committed``; the connector comes from
   ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``
-  (Maven) or ``--jars a.jar,b.jar`` (local files).
+  (Maven) or ``--jars a.jar,dir,...`` (local files; a directory stands for
+  every ``*.jar`` in it).
 
 The aggregate is a streaming ``groupBy(product_id)`` in complete mode whose
 state lives in the checkpoint; each micro-batch writes the whole table as a
@@ -61,7 +62,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-offsets-per-trigger", type=int, default=None,
                    help="--source kafka only: rate limit per micro-batch")
     p.add_argument("--jars", default=env("SPARK_KAFKA_JARS"),
-                   help="comma-separated local jars (spark.jars), e.g. the Kafka connector")
+                   help="comma-separated local jars or directories of jars (spark.jars),"
+                        " e.g. the Kafka connector (env SPARK_KAFKA_JARS)")
     p.add_argument("--packages", default=env("SPARK_JARS_PACKAGES"),
                    help="Maven coordinates (spark.jars.packages)")
     p.add_argument("--keep-snapshots", type=int, default=3)
@@ -69,6 +71,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="extra Spark configuration; repeatable")
     p.add_argument("--log-level", default="WARN", help="Spark log level")
     return p.parse_args(argv)
+
+
+def expand_jars(spec: str | None) -> str | None:
+    """``--jars`` -> ``spark.jars``: a directory stands for its ``*.jar`` (sorted)."""
+    out = []
+    for item in (spec or "").split(","):
+        item = item.strip()
+        if item and Path(item).is_dir():
+            out += sorted(str(j) for j in Path(item).glob("*.jar"))
+        elif item:
+            out.append(item)
+    return ",".join(out) or None
 
 
 def build_spark(args: argparse.Namespace):
@@ -82,8 +96,9 @@ def build_spark(args: argparse.Namespace):
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.streaming.minBatchesToRetain", "10"))
-    if args.jars:
-        b = b.config("spark.jars", args.jars)
+    jars = expand_jars(args.jars)
+    if jars:
+        b = b.config("spark.jars", jars)
     if args.packages:
         b = b.config("spark.jars.packages", args.packages)
     for kv in args.conf:
