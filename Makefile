@@ -6,18 +6,33 @@ EXT     ?= $(abspath ..)/ext
 
 .PHONY: run test docker-test schema bench clean conformance-record
 
-$(VENV)/.installed: pyproject.toml
+# `make run` installs only the broker's dependencies (seconds); `make test` adds
+# the test clients and pyspark, `make pipeline` pyspark, to the same venv.
+$(VENV)/.installed-broker: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e .
 	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
 	# broker start does not recompile every module from source.
 	$(PY) -m compileall -q -j 0 $(VENV)/lib broker protocol storage coordinator > /dev/null || true
 	touch $@
 
+# Everything: the test clients and the Spark pipeline.
+$(VENV)/.installed: $(VENV)/.installed-broker
+	$(PY) -m pip install -q -e '.[test,spark]'
+	touch $@
+
+$(VENV)/.installed-spark: $(VENV)/.installed-broker
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
 # Run the broker with embedded defaults (127.0.0.1:9092, data in ./data).
-run: $(VENV)/.installed
+run: $(VENV)/.installed-broker
 	$(PY) -m broker $(ARGS)
+
+# The Spark revenue job (python -m pipeline, see README): ARGS='--topic invoices ...'.
+.PHONY: pipeline
+pipeline: $(VENV)/.installed-spark
+	$(PY) -m pipeline $(ARGS)
 
 # Everything the tests need, then the whole suite (slow tests included).
 test: $(VENV)/.installed
