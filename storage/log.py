@@ -80,14 +80,26 @@ class AppendResult(NamedTuple):
 
 
 class ReadResult(NamedTuple):
-    records: bytes             # whole batches, possibly b""
+    """What a fetch reads from one partition (Kafka's ``FetchDataInfo`` with the log's offsets)."""
+    records: bytes             # a slice of one segment file: whole batches, possibly a cut one at the end
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
     log_end_offset: int
-    next_offset: int           # offset after the last returned batch (== fetch offset if none)
+    fetch_offset: int
     aborted: list | None = None  # with include_aborted: [(producer_id, first_offset)] (Kafka's
                                  # abortedTransactions; None where Kafka has none to give)
+    first_entry_incomplete: bool = False  # without min_one, the size limit cut the first batch:
+                                          # Kafka's fetch then answers no records (and no list)
+
+    @property
+    def next_offset(self) -> int:
+        """Offset after the last whole batch returned (the fetch offset if none): where a
+        reader continues. Walks the batch headers; the fetch path never needs it."""
+        nxt = self.fetch_offset
+        for _, h in rec.iter_batch_headers(self.records):
+            nxt = max(nxt, h.next_offset)
+        return nxt
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int] | None:
@@ -487,20 +499,20 @@ class UnifiedLog:
     # ------------------------------------------------------------------ read
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one: bool = True, include_aborted: bool = False) -> ReadResult:
-        """Whole batches from the batch containing ``fetch_offset``.
+        """What a fetch at ``fetch_offset`` gets (Kafka's ``UnifiedLog.read`` / ``LocalLog.read``):
+        a slice of ONE segment file, from the batch holding ``fetch_offset`` (or the first batch
+        after it, in the next segments if need be), of at most ``max_bytes``, never past
+        ``max_offset``'s batch (exclusive; the broker passes the HW or the LSO; default HW).
+        The slice is the file's bytes: it may end inside a batch when the size limit cuts one,
+        and with ``min_one`` a first batch larger than ``max_bytes`` is returned whole (KIP-74).
+        A reader continues with the next segment at its next fetch. OFFSET_OUT_OF_RANGE outside
+        [log_start_offset, log_end_offset].
 
-        Stops before a batch whose base offset >= ``max_offset`` (exclusive
-        bound; the broker passes HW or LSO; default HW) and after ``max_bytes``,
-        except that with ``min_one`` a first batch larger than ``max_bytes`` is
-        returned whole. May continue into following segments while budget is
-        left. OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
-
-        ``include_aborted`` (read_committed) also lists the aborted transactions
-        a consumer needs, as Kafka's ``LocalLog.read`` / ``addAbortedTransactions``
-        do: from ``fetch_offset`` up to a bound taken from the offset index of the
-        segment read (the first entry at or after the end of what Kafka would
-        slice; else the next segment's base offset; else the log end offset), so
-        the list may name transactions beyond the returned data.
+        ``include_aborted`` (read_committed) also lists the aborted transactions a consumer
+        needs, as Kafka's ``addAbortedTransactions``: from ``fetch_offset`` up to a bound taken
+        from the offset index of the segment read (the first entry at or after the end of the
+        slice; else the next segment's base offset; else the log end offset), so the list may
+        name transactions beyond the returned data.
         """
         leo = self.next_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
@@ -513,45 +525,45 @@ class UnifiedLog:
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
             return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
+        # where max_offset's batch sits: the readable part ends there (Kafka's maxOffsetMetadata)
+        max_base, max_position = self._offset_position(max_offset)
         segments = self.segments
-        i = bisect_right(self._bases, fetch_offset) - 1
-        if i < 0:
-            i = 0
-        parts = []
-        remaining = max_bytes
-        first = min_one
-        next_offset = fetch_offset
-        read_from = None  # (segment index, SegmentRead) of the first segment read: Kafka reads only that one
+        i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
         while i < len(segments):
-            r = segments[i].read(next_offset, remaining, max_offset, first)
-            if r is None:
-                i += 1
-                continue  # nothing at or after next_offset in this segment
-            if read_from is None:
-                read_from = (i, r)
-            i += 1
-            if r.data:
-                parts.append(r.data)
-                remaining -= len(r.data)
-                next_offset = r.next_offset
-                first = False
-            if not r.at_end or remaining <= 0 or next_offset >= max_offset:
-                break
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        aborted = None
-        if include_aborted and read_from is not None:
-            aborted = self._aborted_for_read(fetch_offset, read_from[0], read_from[1], next_offset)
-        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset, aborted)
+            seg = segments[i]
+            if seg.base_offset < max_base:
+                limit = seg.size
+            elif seg.base_offset == max_base:
+                limit = max_position
+            else:
+                limit = None
+            r = seg.read(fetch_offset, max_bytes, limit, min_one)
+            if r is not None:
+                aborted = self._aborted_for_read(fetch_offset, i, r) if include_aborted else None
+                return ReadResult(r.data, hw, self.log_start_offset, lso, leo, fetch_offset, aborted,
+                                  r.first_entry_incomplete)
+            i += 1  # nothing at or after fetch_offset in this segment
+        # every batch from fetch_offset on is gone (Kafka: empty, without aborted transactions)
+        return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
 
-    def _aborted_for_read(self, fetch_offset: int, seg_index: int, r, next_offset: int) -> list[tuple[int, int]]:
+    def _offset_position(self, offset: int) -> tuple[int, int]:
+        """(segment base offset, file position) of the batch holding ``offset``, or of the
+        first batch after it; the log end's if none (Kafka's ``convertToOffsetMetadataOrThrow``)."""
+        active = self.active_segment
+        if offset < self.next_offset:
+            i = max(bisect_right(self._bases, offset) - 1, 0)
+            for seg in self.segments[i:]:
+                bp = seg.translate_offset(offset)
+                if bp is not None:
+                    return seg.base_offset, bp.position
+        return active.base_offset, active.size
+
+    def _aborted_for_read(self, fetch_offset: int, seg_index: int, r) -> list[tuple[int, int]]:
         """Kafka's ``addAbortedTransactions`` for a read of segment ``seg_index``."""
         segments = self.segments
-        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + r.fetch_size)
+        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + len(r.data))
         if bound is None:
             bound = segments[seg_index + 1].base_offset if seg_index + 1 < len(segments) else self.next_offset
-        # Kafka returns one segment's data; we may return more, whose aborted transactions the
-        # consumer needs too
-        bound = max(bound, next_offset)
         return [(t.producer_id, t.first_offset)
                 for t in self.collect_aborted_txns(fetch_offset, bound, start_segment=seg_index)]
 

@@ -32,8 +32,6 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 
 INT32_MAX = 2147483647
-_OFFSET_LENGTH = struct.Struct(">qi")
-_BASE_OFFSET = struct.Struct(">q")
 _HEADER_SIZE = rec.HEADER_SIZE
 _unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
 _make_header = BatchHeader._make
@@ -59,14 +57,11 @@ class BatchPosition(NamedTuple):
 
 
 class SegmentRead(NamedTuple):
-    """What :meth:`LogSegment.read` found."""
-    data: bytes | memoryview  # whole batches (possibly empty)
-    next_offset: int          # offset after the last returned batch (the start offset if none)
-    at_end: bool              # the data runs to the end of the segment
+    """What :meth:`LogSegment.read` sliced (Kafka's ``FetchDataInfo`` from ``LogSegment.read``)."""
+    data: bytes               # bytes of the segment file from ``position``: whole batches, possibly
+                              # ending inside one (a cut batch, which clients skip)
     position: int             # file position of the first batch (Kafka's fetch offset metadata)
-    fetch_size: int           # bytes Kafka's LogSegment.read would slice from there: min(position of
-                              # max_offset's batch or segment end, max size) - position; Kafka also
-                              # sends a trailing partial batch, we trim it
+    first_entry_incomplete: bool  # the size limit cut the first batch (no min_one)
 
 
 class InvalidBatch(Exception):
@@ -96,8 +91,6 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None  # first batch's max timestamp
         self.created_ms = int(time.time() * 1000)
         self._next_offset: int | None = None  # cached next offset after the last batch
-        # (next_offset, position) of the end of the last read, to skip the index for sequential readers
-        self._read_hint: tuple[int, int] | None = None
         if create:
             if os.path.exists(self.log_path) and os.path.getsize(self.log_path) > 0:
                 log.warning("Replacing stale segment file %s while creating a new segment", self.log_path)
@@ -252,9 +245,6 @@ class LogSegment:
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
         """The first batch whose last offset >= ``offset`` (Kafka's ``translateOffset``), or None."""
         _, pos = self.offset_index.lookup(offset)
-        hint = self._read_hint
-        if hint is not None and hint[0] <= offset and hint[1] > pos:
-            pos = hint[1]  # a previous read ended past the index entry, at a batch boundary <= offset
         pos = max(pos, starting_position)
         for bp in self.iter_batches(pos, chunk=4096):
             if bp.header.base_offset + bp.header.last_offset_delta >= offset:
@@ -262,62 +252,25 @@ class LogSegment:
         return None
 
     # ------------------------------------------------------------------ read
-    def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
+    def read(self, start_offset: int, max_size: int, max_position: int | None,
              min_one: bool = False) -> SegmentRead | None:
-        """Read whole batches starting with the batch containing ``start_offset``.
-
-        Stops before a batch whose base offset >= ``max_offset``, and after at
-        most ``max_size`` bytes, except that with ``min_one`` the first batch is
-        returned whole even if larger. ``at_end`` is true when the data runs to
-        the end of the segment (so a caller with budget left may continue in the
-        next segment); data may be b"" if the first batch is too large and not
-        ``min_one``. Returns None if no batch in this segment has an offset >=
-        ``start_offset``.
+        """The bytes of this segment from the batch holding ``start_offset`` (Kafka's
+        ``LogSegment.read``): ``min(max_position - its position, max_size)`` of them, where with
+        ``min_one`` the size limit is at least that first batch. The slice is the file's bytes
+        as they are, so it may end inside a batch. ``max_position`` (exclusive) is where the
+        readable part of this segment ends (the high watermark's or LSO's batch, or the
+        segment's end); None: nothing here is readable. Returns None if no batch in this
+        segment has an offset >= ``start_offset``.
         """
         first = self.translate_offset(start_offset)
         if first is None:
             return None
-        h = first.header
-        if max_offset is not None and h.base_offset >= max_offset:
-            return SegmentRead(b"", start_offset, False, first.position, 0)
-        first_size = h.batch_length + 12
+        first_size = first.header.batch_length + 12
         limit = max(max_size, first_size) if min_one else max_size
-        if limit < first_size:
-            return SegmentRead(b"", start_offset, False, first.position, min(limit, self.size - first.position))
-        want = min(limit, self.size - first.position)
-        data = self.pread(want, first.position)
-        # trim to whole batches and to max_offset (one unpack per batch, in memory)
-        unpack = _OFFSET_LENGTH.unpack_from
-        n = len(data)
-        pos = 0
-        next_offset = start_offset
-        last_header_pos = 0
-        fetch_size = n
-        while n - pos >= 12:
-            base, length = unpack(data, pos)
-            if max_offset is not None and base >= max_offset:
-                fetch_size = pos
-                break
-            size = length + 12
-            if pos + size > n or length < rec.MIN_BATCH_LENGTH:
-                break
-            last_header_pos = pos
-            pos += size
-        else:
-            if max_offset is not None and pos < n and self._base_offset_at(first.position + pos) >= max_offset:
-                fetch_size = pos  # a header cut by the size limit: Kafka's slice still ends at max_offset
-        if pos:
-            lh = _make_header(_unpack_header(data, last_header_pos))
-            next_offset = lh.base_offset + lh.last_offset_delta + 1
-        at_end = first.position + pos >= self.size
-        if pos != n:
-            data = memoryview(data)[:pos]  # trim without copying megabytes
-        self._read_hint = (next_offset, first.position + pos)
-        return SegmentRead(data, next_offset, at_end, first.position, fetch_size)
-
-    def _base_offset_at(self, position: int) -> int:
-        raw = self.pread(8, position)
-        return _BASE_OFFSET.unpack(raw)[0] if len(raw) == 8 else -1
+        if limit == 0 or max_position is None:
+            return SegmentRead(b"", first.position, False)
+        fetch_size = max(min(max_position - first.position, limit), 0)
+        return SegmentRead(self.pread(fetch_size, first.position), first.position, limit < first_size)
 
     # ------------------------------------------------------------------ timestamps
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
@@ -488,7 +441,6 @@ class LogSegment:
         if valid == 0:
             self._next_offset = self.base_offset
         self._rolling_based_timestamp = None
-        self._read_hint = None
         return truncated
 
     def bytes_since_last_index(self) -> int:
@@ -520,7 +472,6 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         self._next_offset = None
-        self._read_hint = None
         # recompute the running max timestamp from what is left
         self.recover(from_last_index_entry=self.offset_index.entries > 0)
         return removed

@@ -1,5 +1,11 @@
 """Fetch (1): sessionless fetches, long-poll woken by appends and LSO moves.
 
+Each partition's records are a slice of one segment file, as Kafka's (LogSegment.read):
+from the batch holding the fetch offset, up to the partition's share of max_bytes, so the
+slice may end inside a batch (clients drop a cut batch and fetch it again); the first
+partition with data returns its first batch whole even past the limits (KIP-74), a later
+partition whose first batch the remaining budget cuts returns nothing.
+
 read_committed (isolation_level 1) reads up to the LSO and returns the aborted
 transactions the client needs to drop them, with Kafka's bound (UnifiedLog.read):
 up to an offset-index entry past the data, so possibly beyond it.
@@ -43,10 +49,10 @@ def _read_all(broker, req, by_id: bool, version: int):
     remaining = req.max_bytes if req.max_bytes > 0 else INT32_MAX
     total, errors = 0, False
     fenced = False
-    responses = []
+    answered, erroneous = [], []  # ((topic, topic id), partition answer), each in request order
     for t in req.topics:
         name, topic_err = resolve_topic(broker, t.topic, t.topic_id, by_id)
-        parts = []
+        key = (t.topic, t.topic_id)
         for p in t.partitions:
             try:
                 if topic_err is not None:
@@ -55,9 +61,10 @@ def _read_all(broker, req, by_id: bool, version: int):
             except KafkaError as e:
                 # Kafka answers an unknown topic, topic id or partition before reading
                 # (KafkaApis' erroneous partitions, FetchResponse.partitionResponse):
-                # offsets -1 and an empty, not null, aborted transactions list
+                # offsets -1 and an empty, not null, aborted transactions list; they follow
+                # the partitions read in the answer
                 errors = True
-                parts.append(_error(p.partition, e.code, []))
+                erroneous.append((key, _error(p.partition, e.code, [])))
                 continue
             r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
                  "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
@@ -70,13 +77,19 @@ def _read_all(broker, req, by_id: bool, version: int):
                     if diverging is not None:
                         r["diverging_epoch"] = diverging
                         errors = True  # answered at once, as an error is
-                        parts.append(r)
+                        answered.append((key, r))
                         continue
                 # every partition is read, even with no byte budget left: a read_committed
-                # answer then still lists aborted transactions, as Kafka's (readFromLog)
+                # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
+                # partition returns data, its first batch comes whole whatever the limits (KIP-74)
                 limit = max(min(p.partition_max_bytes, remaining), 0)
                 rr = lg.read(p.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
                              include_aborted=committed)
+                if rr.first_entry_incomplete:
+                    # the limit cuts this partition's first batch: no records and no aborted
+                    # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
+                    answered.append((key, r))
+                    continue
                 data = rr.records
                 if data:
                     r["records"] = data
@@ -93,8 +106,14 @@ def _read_all(broker, req, by_id: bool, version: int):
                 if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
                     r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
                     fenced = True
-            parts.append(r)
-        responses.append({"topic": t.topic, "topic_id": t.topic_id, "partitions": parts})
+            answered.append((key, r))
+    # FetchResponse.of: consecutive partitions of one topic share a topic entry
+    responses = []
+    for (topic, topic_id), r in answered + erroneous:
+        if responses and responses[-1]["topic"] == topic and responses[-1]["topic_id"] == topic_id:
+            responses[-1]["partitions"].append(r)
+        else:
+            responses.append({"topic": topic, "topic_id": topic_id, "partitions": [r]})
     return responses, total, errors, fenced
 
 

@@ -241,14 +241,29 @@ def txn_produce(who: str, values=("v",), seq: Any = 0, topic: str = "{t}", parti
 
 
 def fetch(topic: str = "{t}", partition: int = 0, offset: Any = 0, isolation: int = 1, v: int = 12,
-          max_bytes: int = 1 << 20, **kw) -> Call:
-    """Fetch (read_committed by default) with max_wait 0: answers at once."""
+          max_bytes: int = 1 << 20, partition_max_bytes: int | None = None, **kw) -> Call:
+    """Fetch (read_committed by default) with max_wait 0: answers at once. ``max_bytes`` is
+    also the partition's limit unless ``partition_max_bytes`` is given."""
+    return fetch_parts([(topic, partition, offset, max_bytes if partition_max_bytes is None else partition_max_bytes)],
+                       isolation=isolation, v=v, max_bytes=max_bytes, **kw)
+
+
+def fetch_parts(parts, isolation: int = 1, v: int = 12, max_bytes: int = 1 << 20, **kw) -> Call:
+    """One Fetch of several partitions, in this order (the order Kafka reads them and spends
+    ``max_bytes``): ``parts`` = [(topic, partition, offset, partition_max_bytes), ...], or with
+    a fifth item, the current leader epoch; v13+ names topics by id: the topic is then
+    ``(name, topic_id)``."""
+    topics: list[dict] = []
+    for topic, partition, offset, pmb, *epoch in parts:
+        name, topic_id = topic if isinstance(topic, tuple) else (topic, None)
+        if not topics or topics[-1]["topic"] != name or topics[-1].get("topic_id") != topic_id:
+            topics.append({"topic": name, "partitions": []} if topic_id is None
+                          else {"topic": name, "topic_id": topic_id, "partitions": []})
+        topics[-1]["partitions"].append({"partition": partition, "fetch_offset": offset, "partition_max_bytes": pmb,
+                                         "current_leader_epoch": epoch[0] if epoch else -1, "log_start_offset": -1})
     return Call(1, v, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
                        "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
-                       "topics": [{"topic": topic, "partitions": [{
-                           "partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes,
-                           "current_leader_epoch": -1, "log_start_offset": -1}]}],
-                       "forgotten_topics_data": [], "rack_id": ""}, **kw)
+                       "topics": topics, "forgotten_topics_data": [], "rack_id": ""}, **kw)
 
 
 def list_offsets(topic: str = "{t}", partition: int = 0, timestamp: int = -1, isolation: int = 1, v: int = 7,

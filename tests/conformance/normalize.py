@@ -5,7 +5,7 @@ Only what legitimately differs between two brokers or two runs is normalized:
 - producer ids -> P1, P2, ... in order of first appearance; topic ids -> T1, T2, ...;
 - timestamps (fields named ``*timestamp*``, ``*_time_ms``) -> "<ts>" unless negative;
 - throttle times are dropped; cluster ids, hosts and ports -> placeholders;
-- record bytes -> the decoded batches without timestamps and CRCs.
+- record bytes -> the decoded batches without timestamps and CRCs (a trailing cut batch: its size).
 Everything else (error codes, offsets, epochs, states, sequences...) is kept as is.
 """
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Normalizer:
     # ------------------------------------------------------------ record batches
     def batches(self, data: bytes) -> list[dict]:
         out = []
+        end = 0
         for pos, h in rec.iter_batch_headers(data):
             header, records = rec.decode_batch(data, pos)
             b = {"base_offset": h.base_offset, "last_offset_delta": h.last_offset_delta,
@@ -95,8 +96,10 @@ class Normalizer:
                 b["records"] = [{"offset": r.offset, "key": _text(r.key), "value": _text(r.value),
                                  "headers": [[k, _text(v)] for k, v in r.headers]} for r in records]
             out.append(b)
-        if len(data) and not out:
-            return [{"partial_batch_bytes": len(data)}]
+            end = pos + h.size
+        # a batch cut by the fetch's byte limit (Kafka sends the file's bytes up to the limit)
+        if len(data) > end:
+            out.append({"partial_batch_bytes": len(data) - end})
         return out
 
 

@@ -106,14 +106,21 @@ def test_long_poll_times_out_with_no_data(broker):
     assert 0.35 <= elapsed < 5
 
 
-def test_partition_max_bytes_returns_whole_batches_at_least_one(rolled):
+def test_fetch_answers_a_slice_of_one_segment_file(rolled):
+    """Kafka's LogSegment.read: the records are the segment file's bytes from the batch holding
+    the fetch offset, cut at the byte limit (the last batch may be partial), a first batch larger
+    than the limit whole (KIP-74), never past the segment's end (the next fetch reads the next)."""
+    files = sorted(rolled.partition_dir("rolled", 0).glob("*.log"))
+    first, second = files[0].read_bytes(), files[1].read_bytes()
     with RawClient.to(rolled.bootstrap) as c:
-        small = c.fetch("rolled", 0, 0, max_bytes=10)  # smaller than one batch: still one whole batch
+        small = c.fetch("rolled", 0, 0, max_bytes=10)
         batches = list(rec.iter_batch_headers(small.records))
-        assert len(batches) == 1 and batches[0][1].size == len(small.records)
-        big = c.fetch("rolled", 0, 0, max_bytes=5000)
-        sizes = [h.size for _, h in rec.iter_batch_headers(big.records)]
-        assert sum(sizes) == len(big.records) <= 5000 and len(sizes) > 1
+        assert len(batches) == 1 and bytes(small.records) == first[:batches[0][1].size]
+        cut = c.fetch("rolled", 0, 0, max_bytes=2000)
+        assert bytes(cut.records) == first[:2000]
+        assert sum(h.size for _, h in rec.iter_batch_headers(cut.records)) < 2000  # a partial batch at the end
+        assert bytes(c.fetch("rolled", 0, 0, max_bytes=1 << 20).records) == first
+        assert bytes(c.fetch("rolled", 0, int(files[1].stem), max_bytes=1 << 20).records) == second
 
 
 def test_out_of_range_fetch(rolled):
@@ -201,3 +208,173 @@ def test_background_retention_advances_the_log_start(broker_factory):
         assert c.list_offset("expiring", 0, -1) == 200  # the end never moves
         assert c.fetch("expiring", 0, 0).error_code == 1  # below the start: OFFSET_OUT_OF_RANGE
         assert c.fetch("expiring", 0, start).error_code == 0
+
+
+# ------------------------------------------------- real consumers on Kafka's fetch shape
+
+SHAPE_PARTITIONS = 2
+
+
+@pytest.fixture(scope="module")
+def cut_fetches(tmp_path_factory):
+    """A broker whose topic 'shapes' (2 partitions, 1000-byte segments: about ten each) holds plain
+    batches of 1-8 records and transactions over both partitions, every third aborted, one left
+    open at the end; returns what each isolation level must deliver per partition."""
+    from harness import BrokerProcess
+    b = BrokerProcess(tmp_path_factory.mktemp("shapes") / "data", name="shapes")
+    b.start()
+    visible = {"read_uncommitted": {p: [] for p in range(SHAPE_PARTITIONS)},
+               "read_committed": {p: [] for p in range(SHAPE_PARTITIONS)}}
+    try:
+        with RawClient.to(b.bootstrap) as c:
+            assert c.create_topic("shapes", SHAPE_PARTITIONS, {"segment.bytes": "1000"}) == 0
+            tid = "shapes-tx"
+            c.request(10, 3, {"key": tid, "key_type": 1})
+            init = c.init_producer_id(tid)
+            pid, epoch = init.producer_id, init.producer_epoch
+            seqs = [0] * SHAPE_PARTITIONS
+            for k in range(30):
+                p = k % SHAPE_PARTITIONS
+                plain = [b"plain-%d-%d-" % (k, i) + b"x" * (20 * (k % 4)) for i in range(1 + k % 8)]
+                assert c.produce("shapes", p, make_batch(plain)).error_code == 0
+                for level in visible.values():
+                    level[p] += plain
+                commit = k % 3 != 2
+                added = c.add_partitions_to_txn(tid, pid, epoch, "shapes", list(range(SHAPE_PARTITIONS)))
+                assert set(added.values()) == {0}, added
+                for q in range(SHAPE_PARTITIONS):
+                    values = [b"txn-%d-%d-%d" % (k, q, i) for i in range(1 + (k + q) % 5)]
+                    r = c.produce("shapes", q, make_batch(values, pid, epoch, seqs[q], True), transactional_id=tid)
+                    assert r.error_code == 0, r
+                    seqs[q] += len(values)
+                    visible["read_uncommitted"][q] += values
+                    if commit:
+                        visible["read_committed"][q] += values
+                ends = [c.list_offset("shapes", q) + 1 for q in range(SHAPE_PARTITIONS)]  # past the markers
+                assert c.end_txn(tid, pid, epoch, commit) == 0
+                wait_until(lambda: [c.list_offset("shapes", q, isolation=1) for q in range(SHAPE_PARTITIONS)]
+                           == ends, 10)
+            # an open transaction at the end: read_committed stops at its start
+            c.add_partitions_to_txn(tid, pid, epoch, "shapes", [0])
+            open_values = [b"open-%d" % i for i in range(3)]
+            assert c.produce("shapes", 0, make_batch(open_values, pid, epoch, seqs[0], True),
+                             transactional_id=tid).error_code == 0
+            visible["read_uncommitted"][0] += open_values
+            # the limits below give both shapes: answers ending in a cut batch, and first batches
+            # over the limit returned whole
+            cut = whole_big = 0
+            offset = 0
+            while offset < c.list_offset("shapes", 0):
+                data = bytes(c.fetch("shapes", 0, offset, max_bytes=SMALL["max_partition_fetch_bytes"]).records)
+                hs = [h for _, h in rec.iter_batch_headers(data)]
+                cut += sum(h.size for h in hs) < len(data)
+                whole_big += hs[0].size > SMALL["max_partition_fetch_bytes"]
+                offset = hs[-1].next_offset
+            assert cut > 5 and whole_big > 5, (cut, whole_big)
+        assert min(len(list(b.partition_dir("shapes", q).glob("*.log"))) for q in range(SHAPE_PARTITIONS)) >= 8
+        yield b, visible
+    finally:
+        b.close()
+
+
+# fetch limits below many batches' size: most answers end in a cut batch, and a partition whose
+# first batch exceeds the budget left is skipped in that fetch
+SMALL = {"fetch_max_bytes": 300, "max_partition_fetch_bytes": 200}
+
+
+def _kp_read(bootstrap, isolation, expected):
+    from kafka import KafkaConsumer, TopicPartition
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                      auto_offset_reset="earliest", isolation_level=isolation, fetch_max_wait_ms=50, **SMALL)
+    out = []
+    try:
+        c.assign([TopicPartition("shapes", p) for p in range(SHAPE_PARTITIONS)])
+        deadline = time.monotonic() + 60
+        while len(out) < expected and time.monotonic() < deadline:
+            out += [(r.partition, r.offset, r.value) for rs in c.poll(200).values() for r in rs]
+        out += [(r.partition, r.offset, r.value) for rs in c.poll(500).values() for r in rs]  # nothing more
+    finally:
+        c.close()
+    return out
+
+
+def _ck_read(bootstrap, isolation, expected):
+    from confluent_kafka import Consumer, TopicPartition
+    # librdkafka wants fetch.max.bytes >= message.max.bytes, whose least value is 1000
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "shapes-unused", "enable.auto.commit": False,
+                  "isolation.level": isolation, "fetch.max.bytes": 1000, "message.max.bytes": 1000,
+                  "max.partition.fetch.bytes": SMALL["max_partition_fetch_bytes"], "fetch.wait.max.ms": 50})
+    out = []
+    try:
+        c.assign([TopicPartition("shapes", p, 0) for p in range(SHAPE_PARTITIONS)])
+        deadline = time.monotonic() + 60
+        while len(out) < expected and time.monotonic() < deadline:
+            for m in c.consume(500, 0.2):
+                assert m.error() is None, m.error()
+                out.append((m.partition(), m.offset(), m.value()))
+        out += [(m.partition(), m.offset(), m.value()) for m in c.consume(500, 0.5) if m.error() is None]
+    finally:
+        c.close()
+    return out
+
+
+def _aio_read(bootstrap, isolation, expected):
+    import asyncio
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run():
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                             isolation_level=isolation, fetch_max_wait_ms=50, **SMALL)
+        await c.start()
+        out = []
+        try:
+            tps = [TopicPartition("shapes", p) for p in range(SHAPE_PARTITIONS)]
+            c.assign(tps)
+            await c.seek_to_beginning(*tps)
+            deadline = time.monotonic() + 60
+            while len(out) < expected and time.monotonic() < deadline:
+                for rs in (await c.getmany(timeout_ms=200)).values():
+                    out += [(r.partition, r.offset, r.value) for r in rs]
+            for rs in (await c.getmany(timeout_ms=500)).values():
+                out += [(r.partition, r.offset, r.value) for r in rs]
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(run())
+
+
+def _java_read(java_client, bootstrap, isolation, expected):
+    import json
+    import subprocess
+    r = subprocess.run(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                        java_client.classpath, "TxnTool", "consume", "--bootstrap", bootstrap, "--topics", "shapes",
+                        "--partitions", str(SHAPE_PARTITIONS), "--isolation", isolation, "--expected", str(expected),
+                        "--timeout-ms", "60000", "--linger-ms", "500",
+                        "--max-partition-fetch-bytes", str(SMALL["max_partition_fetch_bytes"]),
+                        "--fetch-max-bytes", str(SMALL["fetch_max_bytes"])],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return [(d["partition"], d["offset"], d["value"].encode()) for d in map(json.loads, r.stdout.splitlines())
+            if d["type"] == "record"]
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("client", ["kafka-python", "confluent-kafka", "aiokafka", "java"])
+def test_consumers_read_cut_fetches_exactly_once(cut_fetches, client, isolation, request):
+    """Fetch answers as Kafka's (one segment per partition, ending in a cut batch, partitions
+    sharing max_bytes): every client, at both isolation levels, gets each record it should once,
+    in offset order, across every segment boundary."""
+    b, visible = cut_fetches
+    want = visible[isolation]
+    expected = sum(len(v) for v in want.values())
+    if client == "java":
+        got = _java_read(request.getfixturevalue("java_client"), b.bootstrap, isolation, expected)
+    else:
+        read = {"kafka-python": _kp_read, "confluent-kafka": _ck_read, "aiokafka": _aio_read}[client]
+        got = read(b.bootstrap, isolation, expected)
+    for p in range(SHAPE_PARTITIONS):
+        mine = [(o, v) for q, o, v in got if q == p]
+        offsets = [o for o, _ in mine]
+        assert offsets == sorted(set(offsets)), f"partition {p}: records repeated or out of order"
+        assert [v for _, v in mine] == want[p], f"partition {p}: {len(mine)} records, want {len(want[p])}"

@@ -104,6 +104,9 @@ public class TxnTool {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        if (a.containsKey("max-partition-fetch-bytes"))
+            p.put(ConsumerConfig.MAX_PARTITION_FETCH_BYTES_CONFIG, a.get("max-partition-fetch-bytes"));
+        if (a.containsKey("fetch-max-bytes")) p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, a.get("fetch-max-bytes"));
         int expected = Integer.parseInt(a.get("expected"));
         long deadline = System.currentTimeMillis() + Long.parseLong(a.getOrDefault("timeout-ms", "30000"));
         int parts = Integer.parseInt(a.getOrDefault("partitions", "1"));

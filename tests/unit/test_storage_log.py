@@ -75,18 +75,25 @@ def test_read_from_middle_of_batch_returns_whole_batch(tmp_path):
 
 
 def test_read_max_bytes_and_min_one(tmp_path):
+    """Kafka's LogSegment.read: a slice of the file, cut where the size limit falls."""
     log = make_log(tmp_path)
     b = batch(3)
     for _ in range(4):
         log.append(b)
     size = len(b)
+    with open(log.active_segment.log_path, "rb") as f:
+        disk = f.read()
     r = log.read(0, size * 2 + 10)
-    assert len(r.records) == size * 2 and r.next_offset == 6
-    # first batch bigger than max_bytes: returned whole with min_one, nothing without
+    assert bytes(r.records) == disk[:size * 2 + 10] and r.next_offset == 6 and not r.first_entry_incomplete
+    # first batch bigger than max_bytes: returned whole with min_one (KIP-74)
     r = log.read(3, 10)
-    assert len(r.records) == size and r.next_offset == 6
+    assert bytes(r.records) == disk[size:size * 2] and r.next_offset == 6
+    # without min_one the first batch is cut: flagged, so the fetch answers nothing
     r = log.read(3, 10, min_one=False)
-    assert r.records == b"" and r.next_offset == 3
+    assert bytes(r.records) == disk[size:size + 10] and r.first_entry_incomplete and r.next_offset == 3
+    # a zero limit reads nothing, and is not a cut batch
+    r = log.read(3, 0, min_one=False)
+    assert r.records == b"" and not r.first_entry_incomplete
 
 
 def test_read_max_offset_is_exclusive_upper_bound(tmp_path):
@@ -95,10 +102,28 @@ def test_read_max_offset_is_exclusive_upper_bound(tmp_path):
         log.append(batch(3))
     r = log.read(0, 1 << 20, max_offset=6)
     assert [h.base_offset for _, h in rec.iter_batch_headers(r.records)] == [0, 3]
+    assert len(r.records) == 2 * len(batch(3))  # the slice ends at max_offset's batch, never inside it
     r = log.read(6, 1 << 20, max_offset=6)
     assert r.records == b""
-    r = log.read(0, 1 << 20, max_offset=7)  # 7 is inside batch [6..8]: that batch starts below, so included
-    assert [h.base_offset for _, h in rec.iter_batch_headers(r.records)] == [0, 3, 6]
+    # the readable part ends where max_offset's batch starts (Kafka's offset metadata: a position)
+    r = log.read(0, 1 << 20, max_offset=7)
+    assert [h.base_offset for _, h in rec.iter_batch_headers(r.records)] == [0, 3]
+
+
+def test_read_stays_in_one_segment(tmp_path):
+    """A read returns one segment's bytes (Kafka's LocalLog.read); the next read continues
+    in the next segment."""
+    log = make_log(tmp_path, segment_bytes=1000)
+    for _ in range(6):
+        log.append(batch(1, value=b"s" * 300))
+    assert log.num_segments() >= 2
+    first = log.segments[0]
+    r = log.read(0, 1 << 20)
+    with open(first.log_path, "rb") as f:
+        assert bytes(r.records) == f.read()
+    r2 = log.read(r.next_offset, 1 << 20)
+    assert r.next_offset == log.segments[1].base_offset
+    assert next(rec.iter_batch_headers(r2.records))[1].base_offset == log.segments[1].base_offset
 
 
 def test_offset_out_of_range_and_end(tmp_path):

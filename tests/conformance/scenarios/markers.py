@@ -152,6 +152,35 @@ SCENARIOS = [
         fetch(),
         fetch(isolation=0),
     ]),
+    Scenario("markers/cli_abort_after_coordinator_marker", "kafka-transactions.sh abort (and the Java "
+             "AdminClient) sends the coordinator epoch DescribeProducers shows, here the one of the "
+             "coordinator's earlier COMMIT marker: accepted; the coordinator's later COMMIT marker is written "
+             "and commits nothing.", steps=[
+        *committed_txn(),
+        add_partitions("a"),
+        txn_produce("a", ["y"], seq=1),
+        describe_producers(save="dp"),
+        write_markers(PID, EPOCH, commit=False, coordinator_epoch=DP_COORDINATOR_EPOCH),
+        fetch(),
+        describe_producers(),
+        end_txn("a"),
+        await_txn("CompleteCommit"),
+        fetch(),
+        fetch(isolation=0),
+        describe_producers(),
+    ]),
+    Scenario("markers/cli_abort_without_coordinator_marker", "A hanging transaction whose partition never saw a "
+             "coordinator marker (DescribeProducers: coordinator epoch -1): the CLI sends coordinator epoch 0; "
+             "accepted, and the coordinator's later marker too.", steps=[
+        *open_txn(),
+        describe_producers(),
+        write_markers(PID, EPOCH, commit=False, coordinator_epoch=0),
+        describe_producers(),
+        end_txn("a", commit=False),
+        await_txn("CompleteAbort"),
+        fetch(),
+        describe_producers(),
+    ]),
     Scenario("markers/restart_keeps_coordinator_epoch", "kill -9 after a committed transaction: the partition "
              "still fences an admin marker with coordinator epoch -1; the restarted coordinator's markers are "
              "accepted.", steps=[

@@ -2,7 +2,7 @@
 stale epochs, non-transactional and control batches from a transactional producer, sequences
 across transactions, restarts with a transaction open."""
 from ..dsl import (Scenario, Topic, add_partitions, await_txn, batch, describe_producers, describe_txn, end_txn,
-                   fetch, idem_produce, init_pid, list_offsets, produce, produce_parts, restart, txn_produce)
+                   fetch, idem_produce, init_pid, list_offsets, produce, produce_parts, ref, restart, txn_produce)
 
 
 def open_txn(values=("x",), who: str = "a"):
@@ -298,5 +298,66 @@ SCENARIOS += [
         end_txn("a", commit=False),
         await_txn("CompleteAbort"),
         fetch(),
+    ]),
+]
+
+
+# Transactional batches of more than one (producer id, epoch) in one Produce: Kafka's
+# ReplicaManager.handleProduceAppend refuses the whole request (InvalidPidMappingException,
+# every partition answered INVALID_PRODUCER_ID_MAPPING) before verifying or writing anything;
+# only the batches bound for existing partitions count.
+THREE = {"t": Topic(partitions=3)}
+
+
+def two_producers():
+    """"a" ({tx}) and "b" ({tx2}), each with partitions 0-2 of {t} added."""
+    parts = [("{t}", p) for p in range(3)]
+    return [init_pid("a"), init_pid("b", txn="{tx2}"), add_partitions("a", parts),
+            add_partitions("b", parts, txn="{tx2}")]
+
+
+def ends():
+    return [list_offsets(partition=p, isolation=0) for p in range(3)]
+
+
+SCENARIOS += [
+    Scenario("txn_produce/mixed_producers_two_epochs_of_one_id", "Transactional batches of one producer id with "
+             "two epochs in one request count as two producers: every partition is refused, nothing written.",
+             topics=THREE, steps=[
+        *two_producers(),
+        produce_parts([("{t}", 0, batch("a", ["x"], 0, transactional=True)),
+                       ("{t}", 1, batch("a", ["y"], 0, transactional=True, epoch=ref("a.producer_epoch") + 1))],
+                      txn="{tx}"),
+        *ends(),
+        describe_producers(),
+    ]),
+    Scenario("txn_produce/mixed_producers_with_unknown_topic", "Two producers' transactional batches and a third "
+             "batch for a topic that does not exist: the unknown topic's partition is refused with the same "
+             "error; nothing is written, and the second producer still starts at sequence 0.", topics=THREE,
+             steps=[
+        *two_producers(),
+        produce_parts([("{t}", 0, batch("a", ["x"], 0, transactional=True)),
+                       ("{t}", 1, batch("b", ["y"], 0, transactional=True)),
+                       ("{nosuch}", 0, batch("a", ["z"], 0, transactional=True))], txn="{tx}"),
+        *ends(),
+        produce_parts([("{t}", 1, batch("b", ["y"], 0, transactional=True))], txn="{tx2}"),
+    ]),
+    Scenario("txn_produce/mixed_producers_not_counted", "What does not count as a second producer: another "
+             "producer's idempotent batch, and its transactional batch bound for an unknown topic.",
+             topics=THREE, steps=[
+        *two_producers(),
+        produce_parts([("{t}", 0, batch("a", ["x"], 0, transactional=True)),
+                       ("{t}", 2, batch("b", ["i"], 0))], txn="{tx}"),
+        produce_parts([("{t}", 0, batch("a", ["x2"], 1, transactional=True)),
+                       ("{nosuch}", 0, batch("b", ["z"], 0, transactional=True))], txn="{tx}"),
+        *ends(),
+        describe_producers(partition=2),
+    ]),
+    Scenario("txn_produce/mixed_producers_acks_0", "Two producers' transactional batches with acks=0: the "
+             "broker closes the connection, nothing is written.", topics=THREE, steps=[
+        *two_producers(),
+        produce_parts([("{t}", 0, batch("a", ["x"], 0, transactional=True)),
+                       ("{t}", 1, batch("b", ["y"], 0, transactional=True))], txn="{tx}", acks=0),
+        *ends(),
     ]),
 ]
