@@ -11,9 +11,9 @@ import os
 import sys
 
 SUBCOMMANDS = {
-    "healthcheck": "broker.tools.healthcheck",
-    "transactions": "broker.tools.transactions",
-    "dump-log": "broker.tools.dump_log",
+    "healthcheck": "minikafka.broker.tools.healthcheck",
+    "transactions": "minikafka.broker.tools.transactions",
+    "dump-log": "minikafka.broker.tools.dump_log",
 }
 
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
 
     import trio
-    from storage.log_manager import LogDirLockedError
+    from minikafka.storage.log_manager import LogDirLockedError
     from .main import run
     try:
         trio.run(run, config)

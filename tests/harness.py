@@ -74,7 +74,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
 
 def transaction_state(bootstrap: str, transactional_id: str) -> str:
     """The coordinator's state of a transactional id (DescribeTransactions), "" if unknown."""
-    from broker.tools.wire import WireClient
+    from minikafka.broker.tools.wire import WireClient
     with WireClient.to(bootstrap) as c:
         return c.request(65, 0, {"transactional_ids": [transactional_id]}).transaction_states[0].transaction_state
 
@@ -154,7 +154,7 @@ class BrokerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def command(self) -> list[str]:
-        cmd = [self.python, "-m", "broker",
+        cmd = [self.python, "-m", "minikafka",
                "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                "--override", f"log.dirs={self.data_dir}"]
         for k, v in self.overrides.items():

@@ -268,7 +268,7 @@ def test_second_broker_on_the_same_log_dirs_refuses_to_start(broker_factory, uni
             assert c.produce(topic, 0, make_batch([b"v%d" % i]), acks=-1).error_code == 0
     before = _dir_state(a.data_dir)
 
-    cmd = [sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+    cmd = [sys.executable, "-m", "minikafka", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
            "--override", f"log.dirs={a.data_dir}"]
     second = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=20)
     out = (second.stdout + second.stderr).strip()

@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from coordinator.hashing import partition_for
-from coordinator.transaction.state import decode_key, decode_value
+from minikafka.coordinator.hashing import partition_for
+from minikafka.coordinator.transaction.state import decode_key, decode_value
 from harness import wait_transaction_done, wait_until
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from rawclient import RawClient, make_batch
 
 TOPICS = 3
