@@ -45,8 +45,8 @@ def _check_positions(records, sent, tag: str, context: str) -> None:
                        f" (partition, offset); first (i, acked, read): {wrong[:5]}" + context)
 
 
-def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique_topic):
-    b = broker_factory()
+def test_kill9_after_acks_keeps_every_acknowledged_record(minikafka_broker, unique_topic):
+    b = minikafka_broker
     topic = unique_topic("kill9")
     create_topic("kafka-python", b.bootstrap, topic, PARTITIONS, broker=b)
     ts = now_ms()
@@ -69,8 +69,8 @@ def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique
                                  f" offset {acked_end}" + b.describe())
     assert sum(before.values()) == n_kp + n_ck
 
-    b.kill()
-    b.start()
+    b.kill9()
+    b.restart()
 
     after = end_offsets(b.bootstrap, topic, PARTITIONS)
     assert after == before, (f"log end offsets changed across kill -9: before {before},"

@@ -3,7 +3,8 @@ Only broker/ knows trio; protocol/ touches no sockets or files.
 
 Each layer is a top-level folder of the repository and the subpackage ``minikafka.<folder>``
 once installed; every import names the layer by its full name (``minikafka.storage.log``) or
-is relative inside its own layer."""
+is relative inside its own layer. minikafka.testing (the pytest plugin) starts the broker as
+a subprocess: of the broker layer it imports only the wire client."""
 from __future__ import annotations
 
 import ast
@@ -75,6 +76,12 @@ def test_protocol_is_sans_io():
     for path in python_files("protocol"):
         mods = {m.split(".")[0] for m in imports_of(path)}
         assert not mods & {"socket", "trio", "asyncio", "selectors"}, path
+
+
+def test_the_pytest_plugin_runs_the_broker_as_a_subprocess():
+    mods = imports_of(ROOT / PACKAGE / "testing.py")
+    inside = {m for m in mods if layer_of(m) in ("broker", "coordinator", "storage")}
+    assert inside == {"minikafka.broker.tools.wire"}, inside
 
 
 def test_one_import_name():
