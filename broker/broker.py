@@ -180,29 +180,25 @@ class Broker:
             self._flush_wakeup = trio.Event()
             requests, self._flush_requests = self._flush_requests, {}
             for lg, upto in requests.items():
-                try:
-                    await self.flush_log(lg, upto)
-                except KafkaError as e:
-                    log.error("%s", e.message)
+                await self.flush_log(lg, upto)
 
     async def flush_log(self, lg, upto: int) -> None:
-        """fsync ``lg`` up to ``upto`` in a worker thread, never on the event loop.
-        KAFKA_STORAGE_ERROR if the disk fails."""
+        """fsync ``lg`` up to ``upto`` in a worker thread, never on the event loop. A failed
+        fsync takes the log dir offline: the broker halts (`log_dir_failed`)."""
         if lg.recovery_point >= upto:
             return
         try:
             await trio.to_thread.run_sync(lg.flush, False, upto)
         except OSError as e:
-            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error while flushing log {lg.name}: {e}") from e
+            if isinstance(e, FileNotFoundError) and self.get_log(lg.topic, lg.partition) is not lg:
+                return  # the partition was deleted meanwhile: nothing left to make durable
+            self.log_dir_failed(e)
 
     async def _flush_dirty_logs(self) -> None:
         """Kafka's ``flushDirtyLogs``: fsync every log whose last flush is ``flush.ms`` old."""
         for lg in self.logs.logs():
             if lg.flush_due(now_ms()):
-                try:
-                    await self.flush_log(lg, lg.log_end_offset)
-                except KafkaError as e:
-                    log.error("%s", e.message)
+                await self.flush_log(lg, lg.log_end_offset)
 
     async def _clean_logs(self) -> None:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
@@ -332,7 +328,14 @@ class Broker:
                                                      add=produce_version >= PRODUCE_VERSION_ADD_PARTITION)
                 if code != ErrorCode.NONE:
                     raise verification_error(code, produce_version)
-        return lg.append(records)
+        try:
+            return lg.append(records)
+        except KafkaError as e:
+            if isinstance(e.__cause__, OSError):
+                self.log_dir_failed(e.__cause__)
+            raise
+        except OSError as e:
+            self.log_dir_failed(e)
 
     def transaction_verification(self, lg, transactional_id: str, producer_id: int, producer_epoch: int,
                                  sequence: int, add: bool = False) -> ErrorCode:

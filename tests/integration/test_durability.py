@@ -21,9 +21,12 @@ import random
 import struct
 import subprocess
 import sys
+import time
+import uuid
 
 import pytest
 
+from rawclient import RawClient, make_batch
 from harness import (confluent_on_delivery, confluent_send, consume, create_topic, end_offsets, now_ms, produce,
                      run_concurrently, verify_records, wait_until)
 
@@ -285,3 +288,32 @@ def test_second_broker_on_the_same_log_dirs_refuses_to_start(broker_factory, uni
     with RawClient.to(a.bootstrap) as c:
         _, batches = c.fetch_all(topic, 0)
     assert [r.value for _, recs in batches for r in recs] == [b"v0", b"v1", b"v2", b"v3"]
+
+
+def test_storage_error_on_a_produce_halts_and_an_idempotent_retry_is_exactly_once(broker_factory):
+    """An I/O error appending a client's batch (here: the next segment cannot be created)
+    takes the only log dir offline: the broker halts, as Kafka does, instead of answering
+    and going on with a log it can no longer trust. After the restart the idempotent
+    producer's retry of the unacknowledged batch is written once."""
+    b = broker_factory()
+    topic = f"ioerr-{uuid.uuid4().hex[:8]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 1, {"segment.ms": "60000"}) == 0
+        pid = c.init_producer_id().producer_id
+        old = int(time.time() * 1000) - 120_000  # the segment is older than segment.ms: the next append rolls
+        assert c.produce(topic, 0, make_batch([b"a"], pid, 0, 0, timestamp=old)).error_code == 0
+        # a directory where the next segment's .log must be created: the roll fails
+        blocker = b.partition_dir(topic, 0) / "00000000000000000001.log"
+        blocker.mkdir()
+        with pytest.raises((ConnectionError, OSError)):
+            c.produce(topic, 0, make_batch([b"b"], pid, 0, 1))
+    wait_until(lambda: not b.running, 15, message=lambda: "the broker kept running" + b.describe())
+    assert b.last_exit == 1 or (b.proc is not None and b.proc.returncode == 1), b.describe()
+    assert "Shutdown broker because all log dirs in" in b.log_text(current_run_only=True)
+    blocker.rmdir()
+    b.start()
+    with RawClient.to(b.bootstrap) as c:
+        r = c.produce(topic, 0, make_batch([b"b"], pid, 0, 1))
+        assert r.error_code == 0, r
+        _, batches = c.fetch_all(topic, 0)
+        assert [r.value for _, rs in batches for r in rs] == [b"a", b"b"]
