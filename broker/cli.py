@@ -85,7 +85,7 @@ def _first_os_error(e: BaseException) -> OSError | None:
 
 
 # log4j's level names, as in Kafka's log4j configuration (Python's WARNING and CRITICAL are
-# accepted too); TRACE is below DEBUG, as in broker.handlers.loggers
+# accepted too); TRACE is below DEBUG, as in minikafka.broker.handlers.loggers
 LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
               "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 _PY_LEVELS = {"WARNING": logging.WARNING, "CRITICAL": logging.CRITICAL}
