@@ -13,7 +13,7 @@ $(VENV)/.installed-broker: pyproject.toml
 	$(PY) -m pip install -q -e .
 	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
 	# broker start does not recompile every module from source.
-	$(PY) -m compileall -q -j 0 $(VENV)/lib broker protocol storage coordinator > /dev/null || true
+	$(PY) -m compileall -q -j 0 $(VENV)/lib minikafka broker protocol storage coordinator > /dev/null || true
 	touch $@
 
 # Everything: the test clients and the Spark pipeline.
@@ -27,12 +27,12 @@ $(VENV)/.installed-spark: $(VENV)/.installed-broker
 
 # Run the broker with embedded defaults (127.0.0.1:9092, data in ./data).
 run: $(VENV)/.installed-broker
-	$(PY) -m broker $(ARGS)
+	$(PY) -m minikafka $(ARGS)
 
-# The Spark revenue job (python -m pipeline, see README): ARGS='--topic invoices ...'.
+# The Spark revenue job (python -m minikafka.pipeline, see README): ARGS='--topic invoices ...'.
 .PHONY: pipeline
 pipeline: $(VENV)/.installed-spark
-	$(PY) -m pipeline $(ARGS)
+	$(PY) -m minikafka.pipeline $(ARGS)
 
 # Everything the tests need, then the whole suite (slow tests included).
 test: $(VENV)/.installed

@@ -37,7 +37,7 @@ class Broker:
     def __init__(self, extra: list[str]):
         self.dir = tempfile.mkdtemp(prefix="minikafka-bench-")
         self.port = free_port()
-        cmd = [sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+        cmd = [sys.executable, "-m", "minikafka", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                "--override", f"log.dirs={self.dir}/data", "--log-level", "WARNING"]
         for e in extra:
             cmd += ["--override", e]

@@ -10,15 +10,15 @@ from collections import defaultdict
 
 import trio
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.cleaner import LogCleaner
-from storage.config import LogConfig
-from storage.log_manager import LogManager
-from coordinator.producer_ids import ProducerIdManager
-from coordinator.transaction import TransactionCoordinator
-from coordinator.transaction.coordinator import TxnError
-from coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
-from protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.cleaner import LogCleaner
+from minikafka.storage.config import LogConfig
+from minikafka.storage.log_manager import LogManager
+from minikafka.coordinator.producer_ids import ProducerIdManager
+from minikafka.coordinator.transaction import TransactionCoordinator
+from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
+from minikafka.protocol import records as rec
 
 log = logging.getLogger("minikafka.broker")
 

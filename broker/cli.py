@@ -11,9 +11,9 @@ import os
 import sys
 
 SUBCOMMANDS = {
-    "healthcheck": "broker.tools.healthcheck",
-    "transactions": "broker.tools.transactions",
-    "dump-log": "broker.tools.dump_log",
+    "healthcheck": "minikafka.broker.tools.healthcheck",
+    "transactions": "minikafka.broker.tools.transactions",
+    "dump-log": "minikafka.broker.tools.dump_log",
 }
 
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
 
     import trio
-    from storage.log_manager import LogDirLockedError
+    from minikafka.storage.log_manager import LogDirLockedError
     from .main import run
     try:
         trio.run(run, config)
@@ -85,7 +85,7 @@ def _first_os_error(e: BaseException) -> OSError | None:
 
 
 # log4j's level names, as in Kafka's log4j configuration (Python's WARNING and CRITICAL are
-# accepted too); TRACE is below DEBUG, as in broker.handlers.loggers
+# accepted too); TRACE is below DEBUG, as in minikafka.broker.handlers.loggers
 LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
               "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
 _PY_LEVELS = {"WARNING": logging.WARNING, "CRITICAL": logging.CRITICAL}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 import re
 
-from protocol.errors import KafkaError
-from storage.config import LogConfig
+from minikafka.protocol.errors import KafkaError
+from minikafka.storage.config import LogConfig
 
 log = logging.getLogger("minikafka.config")
 

@@ -39,9 +39,9 @@ from prometheus_client import CollectorRegistry, Histogram, disable_created_metr
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from protocol import records as rec
-from protocol.schema import API_NAMES
-from storage.log import FLUSH_STATS
+from minikafka.protocol import records as rec
+from minikafka.protocol.schema import API_NAMES
+from minikafka.storage.log import FLUSH_STATS
 from .config import parse_metrics_listener
 
 log = logging.getLogger("minikafka.metrics")

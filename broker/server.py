@@ -13,8 +13,8 @@ import time
 
 import trio
 
-from protocol import schema
-from protocol.schema import SchemaError
+from minikafka.protocol import schema
+from minikafka.protocol.schema import SchemaError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker

@@ -81,7 +81,7 @@ def config_flags(environ: dict[str, str], hostname: str | None = None) -> list[s
 
 def broker_command(environ: dict[str, str], args: list[str], hostname: str | None = None,
                    python: str = sys.executable) -> list[str]:
-    return [python, "-m", "broker", *config_flags(environ, hostname), *args]
+    return [python, "-m", "minikafka", *config_flags(environ, hostname), *args]
 
 
 def command(environ: dict[str, str], argv: list[str], hostname: str | None = None,
@@ -90,14 +90,14 @@ def command(environ: dict[str, str], argv: list[str], hostname: str | None = Non
     if not argv or argv[0].startswith("-"):
         return broker_command(environ, argv, hostname, python)
     if argv[0] == "healthcheck":  # this broker's health, by the same configuration
-        return [python, "-m", "broker", "healthcheck", *config_flags(environ, hostname),
+        return [python, "-m", "minikafka", "healthcheck", *config_flags(environ, hostname),
                 *argv[1:]]
     return list(argv)  # another command (e.g. `minikafka dump-log`, `sh`)
 
 
 def main() -> None:
     cmd = command(dict(os.environ), sys.argv[1:])
-    if cmd[:3] == [sys.executable, "-m", "broker"] and cmd[3:4] != ["healthcheck"]:
+    if cmd[:3] == [sys.executable, "-m", "minikafka"] and cmd[3:4] != ["healthcheck"]:
         shown = " ".join(a for a in cmd[3:])
         print(f"minikafka entrypoint: broker {shown}", file=sys.stderr, flush=True)
     os.execvp(cmd[0], cmd)  # the broker becomes PID 1's process: signals reach it

@@ -1,10 +1,10 @@
 """The shop revenue job: invoices (JSON, read_committed) -> revenue per product -> Parquet.
 
-    python -m pipeline --bootstrap 127.0.0.1:9092 --topic invoices \\
+    python -m minikafka.pipeline --bootstrap 127.0.0.1:9092 --topic invoices \\
         --output /data/revenue --checkpoint /data/revenue-checkpoint [--source python|kafka]
 
 * ``--source python`` (default): the ``minikafka`` Python data source
-  (:mod:`pipeline.source`), needs nothing but pyspark.
+  (:mod:`minikafka.pipeline.source`), needs nothing but pyspark.
 * ``--source kafka``: Spark's own Kafka source with
   ``kafka.isolation.level=read_committed``; the connector comes from
   ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``
@@ -17,7 +17,7 @@ Spark starts. Under ``spark-submit`` its ``--master``, ``--jars`` and ``--packag
 The aggregate is a streaming ``groupBy(product_id)`` in complete mode whose
 state lives in the checkpoint; each micro-batch writes the whole table as a
 new snapshot directory ``<output>/snapshot-<batch id>`` (see
-:mod:`pipeline.results`).  After a crash Spark re-runs the last planned batch
+:mod:`minikafka.pipeline.results`).  After a crash Spark re-runs the last planned batch
 over the same offsets from the same state version, which rewrites the same
 snapshot: restarts neither lose nor double-count invoices.
 
@@ -58,7 +58,7 @@ CONNECTOR_JARS = {
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = os.environ.get
-    p = argparse.ArgumentParser(prog="python -m pipeline", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m minikafka.pipeline", description=__doc__.split("\n\n")[0])
     p.add_argument("--bootstrap", default=env("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
                    help="broker address(es) (env KAFKA_BOOTSTRAP_SERVERS)")
     p.add_argument("--topic", default=env("INVOICES_TOPIC", "invoices"))

@@ -3,7 +3,7 @@
 It exists so the pipeline runs where Spark's own Kafka connector (a separate
 jar) cannot be had.  Usage::
 
-    from pipeline.source import MiniKafkaDataSource
+    from minikafka.pipeline.source import MiniKafkaDataSource
     spark.dataSource.register(MiniKafkaDataSource)
     df = (spark.readStream.format("minikafka")
           .option("kafka.bootstrap.servers", "127.0.0.1:9092")

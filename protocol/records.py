@@ -16,7 +16,7 @@ import time
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "HEADER_SIZE", "LOG_OVERHEAD", "MAGIC", "BatchHeader", "Compression", "TimestampType",

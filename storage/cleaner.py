@@ -58,12 +58,12 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
-from protocol import records as rec
-from protocol.errors import KafkaError
-from storage.checkpoint import OffsetCheckpointFile, fsync_dir
-from storage.segment import (CLEANED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import KafkaError
+from minikafka.storage.checkpoint import OffsetCheckpointFile, fsync_dir
+from minikafka.storage.segment import (CLEANED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                              TXN_INDEX_SUFFIX, LogSegment, filename_prefix)
-from storage.transaction_index import AbortedTxn
+from minikafka.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger("minikafka.storage.cleaner")
 

@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647

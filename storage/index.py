@@ -18,7 +18,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 
-from storage.checkpoint import fsync_fd_or_path
+from minikafka.storage.checkpoint import fsync_fd_or_path
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")

@@ -23,7 +23,7 @@ it (Kafka's LogSegment.recover), and every load cuts the cache to the recovered
 log (``truncate_from_end(LEO)``, ``truncate_from_start(log start offset)``), so a
 file with entries too many is repaired. (Kafka fsyncs each new entry at once; a
 start here makes the new entries of all partitions durable together, in parallel:
-storage.log_manager.)
+minikafka.storage.log_manager.)
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import logging
 import os
 from bisect import bisect_left, bisect_right
 
-from storage.checkpoint import fsync_dir, fsync_path
+from minikafka.storage.checkpoint import fsync_dir, fsync_path
 
 log = logging.getLogger("minikafka.storage")
 

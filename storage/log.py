@@ -6,7 +6,7 @@ per segment, producer state snapshots ``<offset>.snapshot``, plus
 ``partition.metadata`` and ``leader-epoch-checkpoint`` (storage.leader_epoch).
 
 Producer state (idempotence, transactions, LSO) lives in
-:class:`storage.producer_state.ProducerStateManager`; this class drives it:
+:class:`minikafka.storage.producer_state.ProducerStateManager`; this class drives it:
 validation before the write, update after, snapshots on roll and close, and
 rebuild (latest snapshot + replay of the log tail) on load and truncation.
 
@@ -34,17 +34,17 @@ import time
 from bisect import bisect_right
 from typing import Callable, NamedTuple
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
-from storage.config import COMPRESSION_CODECS, LogConfig
-from storage.cleaner import complete_interrupted_swaps
-from storage.index import CorruptIndexError
-from storage.leader_epoch import LeaderEpochFileCache
-from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
-from storage.transaction_index import AbortedTxn
-from storage.validator import validate_client_batch, validate_records
-from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
+from minikafka.storage.config import COMPRESSION_CODECS, LogConfig
+from minikafka.storage.cleaner import complete_interrupted_swaps
+from minikafka.storage.index import CorruptIndexError
+from minikafka.storage.leader_epoch import LeaderEpochFileCache
+from minikafka.storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
+from minikafka.storage.transaction_index import AbortedTxn
+from minikafka.storage.validator import validate_client_batch, validate_records
+from minikafka.storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                              SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
 log = logging.getLogger("minikafka.storage")

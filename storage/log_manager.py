@@ -30,14 +30,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping, NamedTuple
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
                                 REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, atomic_write,
                                 has_clean_shutdown, random_kafka_uuid, read_partition_metadata,
                                 read_properties, remove_clean_shutdown, uuid_from_base64, uuid_to_base64,
                                 write_clean_shutdown, write_properties)
-from storage.config import ConfigEntry, LogConfig, describe_configs, validate_topic_configs
-from storage.log import UnifiedLog, parse_topic_partition_name
+from minikafka.storage.config import ConfigEntry, LogConfig, describe_configs, validate_topic_configs
+from minikafka.storage.log import UnifiedLog, parse_topic_partition_name
 
 log = logging.getLogger("minikafka.storage")
 

@@ -16,7 +16,7 @@ An append is checked in two steps, as Kafka's ``UnifiedLog.append`` does:
 2. :meth:`ProducerStateManager.apply_append` (after the write): the entries
    are updated, started transactions join :attr:`ongoing_txns`, completed
    ones leave it, and every aborted one gets an entry in the active segment's
-   ``.txnindex`` (:mod:`storage.transaction_index`).
+   ``.txnindex`` (:mod:`minikafka.storage.transaction_index`).
 
 Snapshots ``<offset 20 digits>.snapshot`` use Kafka's exact layout
 (``ProducerSnapshot`` v1)::
@@ -39,10 +39,10 @@ import re
 import struct
 from typing import NamedTuple
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchHeader
-from storage.transaction_index import AbortedTxn, TransactionIndex
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import BatchHeader
+from minikafka.storage.transaction_index import AbortedTxn, TransactionIndex
 
 log = logging.getLogger("minikafka.storage")
 

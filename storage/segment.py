@@ -13,12 +13,12 @@ import struct
 import time
 from typing import Iterator, NamedTuple
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchHeader
-from storage.checkpoint import fsync_fd_or_path
-from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
-from storage.transaction_index import TransactionIndex
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import BatchHeader
+from minikafka.storage.checkpoint import fsync_fd_or_path
+from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from minikafka.storage.transaction_index import TransactionIndex
 
 log = logging.getLogger("minikafka.storage")
 

@@ -19,7 +19,7 @@ import os
 import struct
 from typing import NamedTuple
 
-from storage.checkpoint import fsync_path
+from minikafka.storage.checkpoint import fsync_path
 
 log = logging.getLogger("minikafka.storage")
 

@@ -17,9 +17,9 @@ client writes it).
 """
 from __future__ import annotations
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LONG_MAX, LogConfig
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.config import LONG_MAX, LogConfig
 
 
 class RecordValidationError(KafkaError):

@@ -1,5 +1,7 @@
 """Shared fixtures: broker subprocesses, topic names, the Java client tool.
 
+* ``minikafka_broker`` the pytest plugin's (``minikafka.testing``): a fresh broker per test,
+                      with ``kill9()``, ``restart()``, ``fault(point)``, ``records(topic)``.
 * ``broker``          module scope: one fresh broker (temp data dir) per test module.
 * ``broker_factory``  function scope: ``broker_factory(overrides=..., start=True)``
                       makes BrokerProcess objects; all are cleaned up at teardown.
@@ -26,6 +28,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import BrokerProcess, JavaClient, unique_name  # noqa: E402
+
+# The `minikafka_broker` fixture (installed with the package as a pytest11 entry point of
+# this name; listed here too, so that a checkout's tests have it whatever is installed), and
+# pytest's own `pytester` (tests/integration/test_pytest_plugin.py runs test files with it)
+pytest_plugins = ["minikafka.testing", "pytester"]
 
 _BROKERS_KEY = pytest.StashKey[list]()
 

@@ -8,73 +8,41 @@ sleeps as a way of synchronising with the broker.
         b.kill()                                      # SIGKILL, like a crash
         b.start()                                     # same port, same data
 
-The broker prints exactly one line ``listening on PLAINTEXT://127.0.0.1:<port>``
-to stdout once it accepts connections; stdout and stderr both go to a log file
-next to the data dir (``<data_dir>.log``), which failing tests quote.
+BrokerProcess is the pytest plugin's (``minikafka.testing``, which also gives tests
+the ``minikafka_broker`` fixture) plus the data-file helpers. The broker prints
+exactly one line ``listening on PLAINTEXT://127.0.0.1:<port>`` to stdout once it
+accepts connections; stdout and stderr both go to a log file next to the data dir
+(``<data_dir>.broker.log``), which failing tests quote.
 """
 from __future__ import annotations
 
-import atexit
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
-import weakref
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
+
+# the broker subprocess, free ports, waiting on conditions: the pytest plugin's own (one copy)
+from minikafka import testing
+from minikafka.testing import BrokerError, free_port, tail, wait_until  # noqa: F401 (re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-READY_RE = re.compile(r"listening on PLAINTEXT://127\.0\.0\.1:(\d+)")
 
 # Java client support ---------------------------------------------------------
 JAVA_SRC_DIR = Path(__file__).resolve().parent / "java"
 KAFKA_CLIENTS_VERSION = "4.1.0"
 
 
-class BrokerError(AssertionError):
-    """The broker misbehaved (did not start, did not stop, died)."""
-
-
 # --------------------------------------------------------------------------
 # small utilities
 # --------------------------------------------------------------------------
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05,
-               message: str | Callable[[], str] | None = None) -> Any:
-    """Poll ``predicate`` until it returns something truthy; return that value.
-
-    Raises ``TimeoutError`` (an ``OSError``, so callers may catch it) after
-    ``timeout`` seconds.  ``message`` may be a callable, evaluated lazily so it
-    can include fresh state such as a broker log tail.  Exceptions raised by
-    the predicate propagate.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = message() if callable(message) else message
-            raise TimeoutError(f"condition not met within {timeout:.1f}s"
-                               + (f": {text}" if text else ""))
-        time.sleep(interval)
-
-
 def transaction_state(bootstrap: str, transactional_id: str) -> str:
     """The coordinator's state of a transactional id (DescribeTransactions), "" if unknown."""
-    from broker.tools.wire import WireClient
+    from minikafka.broker.tools.wire import WireClient
     with WireClient.to(bootstrap) as c:
         return c.request(65, 0, {"transactional_ids": [transactional_id]}).transaction_states[0].transaction_state
 
@@ -95,221 +63,15 @@ def unique_name(prefix: str = "t") -> str:
     return f"{clean}-{uuid.uuid4().hex[:8]}"
 
 
-def tail(text: str, lines: int = 60) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
 # --------------------------------------------------------------------------
 # broker process
 # --------------------------------------------------------------------------
 
-_LIVE: "weakref.WeakSet[BrokerProcess]" = weakref.WeakSet()
+class BrokerProcess(testing.BrokerProcess):
+    """minikafka.testing's broker subprocess, plus what the project's tests look at: its data
+    files. ``kill()`` is ``kill9()``."""
 
-
-@atexit.register
-def _kill_leftovers() -> None:  # last line of defence against stray brokers
-    for b in list(_LIVE):
-        try:
-            b.close()
-        except Exception:
-            pass
-
-
-class BrokerProcess:
-    """One broker subprocess with its own data dir and a fixed port.
-
-    The port is chosen once (``free_port``) and reused by every ``start`` so
-    that clients and tests can reconnect after ``restart``/``kill``.
-    """
-
-    def __init__(self, data_dir: str | os.PathLike, port: int | None = None,
-                 overrides: Mapping[str, Any] | None = None,
-                 env: Mapping[str, str] | None = None,
-                 python: str | None = None, name: str | None = None):
-        self.data_dir = Path(data_dir).resolve()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
-        self.overrides = dict(overrides or {})
-        self.extra_env = dict(env or {})
-        self.python = python or sys.executable
-        self.name = name or self.data_dir.name
-        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.broker.log"
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-        self._run_log_offset = 0  # where the current run's output begins
-        self.last_exit: int | None = None
-        _LIVE.add(self)
-
-    # -- properties ---------------------------------------------------------
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def command(self) -> list[str]:
-        cmd = [self.python, "-m", "broker",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-               "--override", f"log.dirs={self.data_dir}"]
-        for k, v in self.overrides.items():
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            cmd += ["--override", f"{k}={v}"]
-        return cmd
-
-    # -- logs ----------------------------------------------------------------
-    def log_text(self, current_run_only: bool = False) -> str:
-        """Everything the broker wrote (all runs, or only the current one)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                if current_run_only:
-                    f.seek(self._run_log_offset)
-                return f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
-
-    def log_tail(self, lines: int = 60) -> str:
-        return tail(self.log_text(), lines)
-
-    def describe(self, lines: int = 60) -> str:
-        """A block for assertion messages: state plus the log tail."""
-        state = ("running" if self.running else f"not running (last exit {self.last_exit})")
-        return (f"\n--- broker {self.name} on {self.bootstrap}, {state}, log {self.log_path}"
-                f" (last {lines} lines) ---\n{self.log_tail(lines)}\n--- end of broker log ---")
-
-    def _mark(self, text: str) -> None:
-        with open(self.log_path, "ab") as f:
-            f.write(f"\n=== harness: {text} at {time.strftime('%H:%M:%S')} ===\n".encode())
-
-    # -- lifecycle -----------------------------------------------------------
-    def start(self, timeout: float = 15) -> "BrokerProcess":
-        if self.running:
-            raise BrokerError(f"broker {self.name} already running (pid {self.pid})")
-        self._mark(f"start #{self.starts + 1}: {' '.join(self.command())}")
-        self._run_log_offset = self.log_path.stat().st_size
-        env = dict(os.environ)
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.extra_env)
-        logf = open(self.log_path, "ab")
-        try:
-            self.proc = subprocess.Popen(
-                self.command(), cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL,
-                stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
-        finally:
-            logf.close()
-        self.starts += 1
-        try:
-            wait_until(self._ready, timeout, interval=0.02,
-                       message=lambda: f"broker {self.name} printed no ready line"
-                                       + self.describe())
-        except BaseException:
-            self._reap()
-            raise
-        return self
-
-    def _ready(self) -> bool:
-        m = READY_RE.search(self.log_text(current_run_only=True))
-        if m:
-            port = int(m.group(1))
-            if port != self.port:
-                raise BrokerError(f"broker listens on {port}, expected {self.port}"
-                                  + self.describe())
-            return True
-        if self.proc.poll() is not None:
-            self.last_exit = self.proc.returncode
-            raise BrokerError(f"broker {self.name} exited with code {self.last_exit}"
-                              f" before it was ready" + self.describe())
-        return False
-
-    def stop(self, timeout: float = 10, expect_code: int | None = 0) -> float:
-        """SIGTERM and wait; returns the seconds it took to exit.
-
-        Raises ``BrokerError`` if it does not exit in ``timeout`` (it is then
-        killed) or exits with a code other than ``expect_code`` (None: any).
-        """
-        if not self.running:
-            raise BrokerError(f"stop(): broker {self.name} is not running"
-                              f" (last exit {self.last_exit})" + self.describe())
-        self._mark("SIGTERM")
-        t0 = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self._reap()
-            raise BrokerError(f"broker {self.name} did not exit within {timeout}s of SIGTERM"
-                              + self.describe()) from None
-        elapsed = time.monotonic() - t0
-        self.last_exit = self.proc.returncode
-        self.proc = None
-        if expect_code is not None and self.last_exit != expect_code:
-            raise BrokerError(f"broker {self.name} exited with code {self.last_exit}"
-                              f" after SIGTERM (expected {expect_code})" + self.describe())
-        return elapsed
-
-    def wait_exit(self, timeout: float = 10) -> int:
-        """Wait for the broker to exit by itself (a crash, a fault point), reap it and return its
-        exit code; ``TimeoutError`` if it is still running after ``timeout`` seconds."""
-        if self.proc is None:
-            raise BrokerError(f"wait_exit(): broker {self.name} was not started" + self.describe())
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"broker {self.name} still running after {timeout:.1f}s") from None
-        self._reap()
-        return self.last_exit
-
-    def kill(self) -> None:
-        """SIGKILL (a crash) and reap."""
-        if not self.running:
-            raise BrokerError(f"kill(): broker {self.name} is not running" + self.describe())
-        self._mark("SIGKILL")
-        self._reap()
-
-    def restart(self, timeout: float = 15, kill: bool = False) -> "BrokerProcess":
-        """Stop (SIGTERM, or SIGKILL if ``kill``) and start on the same port/data."""
-        if self.running:
-            self.kill() if kill else self.stop()
-        return self.start(timeout)
-
-    def _reap(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            self.proc.wait(10)
-        self.last_exit = self.proc.returncode
-        self.proc = None
-
-    def close(self) -> None:
-        """Make sure nothing is left running (used by fixtures, never fails)."""
-        if self.running:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.proc.wait(5)
-            except Exception:
-                pass
-        self._reap()
-
-    def __enter__(self) -> "BrokerProcess":
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<BrokerProcess {self.name} {self.bootstrap} pid={self.pid}>"
+    kill = testing.BrokerProcess.kill9
 
     # -- data files ----------------------------------------------------------
     def partition_dir(self, topic: str, partition: int) -> Path:

@@ -1,11 +1,11 @@
-"""Test conveniences on top of broker.tools.wire.WireClient, for exact frames that
+"""Test conveniences on top of minikafka.broker.tools.wire.WireClient, for exact frames that
 real clients never send (duplicates, gaps, stale epochs, malformed input)."""
 from __future__ import annotations
 
 import time
 
-from broker.tools.wire import WireClient
-from protocol import records as rec
+from minikafka.broker.tools.wire import WireClient
+from minikafka.protocol import records as rec
 
 
 class RawClient(WireClient):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import uuid
 
-from protocol import schema
+from minikafka.protocol import schema
 
 
 def advertised():
-    from broker import handlers
+    from minikafka.broker import handlers
     for key, mod in sorted(handlers.REGISTRY.items()):
         lo, hi = getattr(mod, "UNSTABLE_VERSIONS", mod.VERSIONS)
         for v in range(lo, hi + 1):

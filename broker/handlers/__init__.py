@@ -1,5 +1,5 @@
 """One module per Kafka API, named after the API: `produce.py`, `fetch.py`,
-`init_producer_id.py`, `end_txn.py`, ... (`from broker.handlers import end_txn`).
+`init_producer_id.py`, `end_txn.py`, ... (`from minikafka.broker.handlers import end_txn`).
 
 Each module defines API_KEY, VERSIONS (the range we advertise and serve) and
 `async def handle(conn, header, request) -> dict | None`. Optional:

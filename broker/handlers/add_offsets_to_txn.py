@@ -1,5 +1,5 @@
 """AddOffsetsToTxn (25): registers the group's __consumer_offsets partition in the transaction."""
-from coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 25

@@ -1,7 +1,7 @@
 """AddPartitionsToTxn (24): v0-3 one transaction from a client; v4+ batched, possibly
 verify-only (the question a partition leader asks before a transactional append)."""
-from protocol.errors import ErrorCode
-from coordinator.transaction.coordinator import TxnError
+from minikafka.protocol.errors import ErrorCode
+from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 24

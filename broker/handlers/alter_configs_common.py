@@ -22,8 +22,8 @@ Kafka's checks and error codes:
 """
 from __future__ import annotations
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
 from ..config import DEFS, _list
 from .common import topic_name_error
 

@@ -1,7 +1,7 @@
 """Small helpers shared by handlers."""
 from __future__ import annotations
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 NO_AUTH_OPS = -2147483648  # "authorized operations not requested"
 

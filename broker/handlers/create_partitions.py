@@ -1,5 +1,5 @@
 """CreatePartitions (37)."""
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 37
 VERSIONS = (0, 3)

@@ -1,6 +1,6 @@
 """CreateTopics (19)."""
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import describe_configs, validate_topic_configs
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.config import describe_configs, validate_topic_configs
 from .common import topic_name_error
 
 API_KEY = 19

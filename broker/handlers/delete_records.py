@@ -10,7 +10,7 @@ at or below the current log start offset changes nothing and answers the current
 log start offset. One replica: the low watermark is this log's start offset at
 once, so nothing waits for ``timeout_ms``.
 """
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 21
 VERSIONS = (0, 2)

@@ -1,6 +1,6 @@
 """DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.schema import ZERO_UUID
 
 API_KEY = 20
 VERSIONS = (1, 6)

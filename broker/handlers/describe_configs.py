@@ -1,6 +1,6 @@
 """DescribeConfigs (32): topic configs (storage) and the broker's own configuration."""
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import describe_configs
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.config import describe_configs
 from ..config import DEFS, LONG_MAX
 from . import loggers
 

@@ -2,7 +2,7 @@
 
 Member metadata and assignments are only shown for a Stable group (as Kafka).
 An unknown group is reported as state Dead (v0-5) or GROUP_ID_NOT_FOUND (v6, KIP-1043)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .common import NO_AUTH_OPS
 from .group_common import GROUP_AUTHORIZED_OPS, coordinator

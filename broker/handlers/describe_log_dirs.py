@@ -6,7 +6,7 @@ max(HW - LEO, 0) = 0. v4+: the volume's total and usable bytes (Java's
 FileStore.getTotalSpace / getUsableSpace, from statvfs)."""
 import os
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 35
 VERSIONS = (1, 5)

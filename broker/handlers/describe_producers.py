@@ -1,5 +1,5 @@
 """DescribeProducers (61): active producers of partitions, from storage's producer state (KIP-664)."""
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 61
 VERSIONS = (0, 0)

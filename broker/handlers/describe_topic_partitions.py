@@ -10,8 +10,8 @@ the asked-for list, or a negative cursor partition, fails the whole request with
 INVALID_REQUEST. One node: leader 1, replicas/ISR [1], empty ELR lists. With no
 authorizer Kafka reports every TOPIC operation as authorized.
 """
-from protocol.errors import ErrorCode
-from protocol.schema import ZERO_UUID
+from minikafka.protocol.errors import ErrorCode
+from minikafka.protocol.schema import ZERO_UUID
 from .common import topic_name_error
 
 API_KEY = 75

@@ -1,5 +1,5 @@
 """DescribeTransactions (65): the coordinator's view of transactional ids (KIP-664)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 65
 VERSIONS = (0, 0)

@@ -5,7 +5,7 @@ unclean: there is a leader), UNKNOWN_TOPIC_OR_PARTITION for partitions we lack.
 ``topic_partitions`` null means every partition: then, as in Kafka, partitions
 needing no election are left out (each topic still listed, with no results).
 An unknown election type fails the whole request with INVALID_REQUEST."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 43
 VERSIONS = (0, 2)

@@ -1,6 +1,6 @@
 """EndTxn (26): the client's commit or abort; answered once the decision (Prepare*) is
 durable, the coordinator writes the markers afterwards."""
-from coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 26

@@ -18,7 +18,7 @@ records.
 """
 import trio
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 from .common import check_leader_epoch, resolve_topic
 
 API_KEY = 1

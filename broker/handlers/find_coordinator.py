@@ -2,7 +2,7 @@
 
 Like Kafka, the internal topic behind the coordinator is created on first use.
 """
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 10
 VERSIONS = (0, 6)

@@ -1,6 +1,6 @@
 """InitProducerId (22): idempotent producers get a fresh id; transactional ids go to the coordinator."""
-from protocol.errors import ErrorCode
-from coordinator.transaction.coordinator import TxnError
+from minikafka.protocol.errors import ErrorCode
+from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 22

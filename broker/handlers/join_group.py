@@ -3,7 +3,7 @@
 v4+: a member without an id gets MEMBER_ID_REQUIRED and its id (KIP-394);
 v5+: static membership (group.instance.id); v9: skip_assignment for a static
 leader rejoining a stable group (KIP-814)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .group_common import client_host, coordinator, now_ms, wait_for
 

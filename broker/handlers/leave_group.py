@@ -1,6 +1,6 @@
 """LeaveGroup (13): v0-2 one member by id; v3+ a batch of members, each by
 member id and/or group.instance.id (KIP-345 admin removal by instance id)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .group_common import coordinator, now_ms
 

@@ -4,7 +4,7 @@ leader_epoch (v4+), as Kafka's Partition.fetchOffsetForTimestamp / UnifiedLog.fe
 latest: the partition's current epoch; earliest: the first cached epoch if it covers the log
 start offset; a record found by timestamp: the epoch stamped on its batch.
 """
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 from .common import check_leader_epoch
 
 API_KEY = 2

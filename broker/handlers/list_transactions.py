@@ -1,8 +1,8 @@
 """ListTransactions (66): filter by state, producer id, and (v1) minimum running duration."""
 import re
 
-from protocol.errors import ErrorCode
-from coordinator.transaction import TxnState
+from minikafka.protocol.errors import ErrorCode
+from minikafka.coordinator.transaction import TxnState
 
 API_KEY = 66
 VERSIONS = (0, 1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 ROOT_LOGGER = "root"
 TRACE = 5

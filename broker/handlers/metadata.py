@@ -1,7 +1,7 @@
 """Metadata (3): this single node leads every partition (at the partition's leader epoch);
 auto-creates topics per config."""
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.schema import ZERO_UUID
 from .common import NO_AUTH_OPS, topic_name_error
 
 API_KEY = 3

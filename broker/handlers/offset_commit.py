@@ -3,9 +3,9 @@
 Generation -1 with an empty member id is a "simple" commit (no group
 management), accepted while the group is Empty. v2-4 carry a retention time
 (an explicit expire timestamp); v10 names topics by id (KIP-848, unstable here)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
-from coordinator.group import OffsetValue
+from minikafka.coordinator.group import OffsetValue
 from .common import resolve_topic
 from .group_common import coordinator, now_ms, partition_exists
 

@@ -1,7 +1,7 @@
 """OffsetDelete (47): remove committed offsets of partitions a group no longer
 consumes (KIP-496). Allowed for an empty group, or for topics a consumer
 group is not subscribed to (else GROUP_SUBSCRIBED_TO_TOPIC)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .group_common import coordinator, now_ms, partition_exists
 

@@ -4,7 +4,7 @@ v0-7 ask for one group (topics null from v2 = every committed partition),
 v8+ for several groups at once; v7+ `require_stable` answers
 UNSTABLE_OFFSET_COMMIT for partitions with a pending transactional commit
 (KIP-447); v10 names topics by id (unstable here)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 from .common import resolve_topic
 from .group_common import coordinator, topic_id_of

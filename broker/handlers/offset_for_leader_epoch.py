@@ -4,7 +4,7 @@ Answered from the partition's leader epoch cache (storage.leader_epoch): the lar
 epoch <= the one asked for and where it ends (the log end offset for the current
 epoch), as Kafka's Partition.lastOffsetForLeaderEpoch.
 """
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 from .common import check_leader_epoch
 
 API_KEY = 23

@@ -1,7 +1,7 @@
 """Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets."""
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from storage.validator import RecordValidationError
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.storage.validator import RecordValidationError
 from ..broker import TransactionVerificationError
 from .common import CloseConnection, resolve_topic
 

@@ -1,6 +1,6 @@
 """SaslAuthenticate (36): PLAINTEXT listeners only; answered as Kafka's
 KafkaApis.handleSaslAuthenticateRequest does outside a SASL exchange."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 36
 VERSIONS = (0, 2)

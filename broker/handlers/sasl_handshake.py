@@ -2,7 +2,7 @@
 advertises SaslHandshake on every listener, and on a PLAINTEXT one the request
 reaches KafkaApis.handleSaslHandshakeRequest, which answers ILLEGAL_SASL_STATE
 with no mechanisms; so do we."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
 API_KEY = 17
 VERSIONS = (0, 1)

@@ -5,9 +5,9 @@ transactional batch (producer id/epoch) and only take effect when the
 transaction coordinator's COMMIT marker lands there (GroupCoordinator.
 complete_transaction); ABORT drops them. v3+ carry the consumer's member id,
 instance id and generation, which are checked as Kafka does (KIP-447)."""
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 
-from coordinator.group import OffsetValue
+from minikafka.coordinator.group import OffsetValue
 from .group_common import coordinator, now_ms, partition_exists
 
 API_KEY = 28

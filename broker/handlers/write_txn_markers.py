@@ -9,7 +9,7 @@ that producer is TRANSACTION_COORDINATOR_FENCED. Anything else is written, wheth
 not the producer has a transaction open there; a higher producer epoch becomes the
 partition's epoch for that producer.
 """
-from protocol.errors import KafkaError
+from minikafka.protocol.errors import KafkaError
 
 API_KEY = 27
 VERSIONS = (0, 1)

@@ -25,9 +25,9 @@ import os
 import struct
 import sys
 
-from protocol import records as rec
-from protocol import schema
-from protocol.errors import KafkaError
+from minikafka.protocol import records as rec
+from minikafka.protocol import schema
+from minikafka.protocol.errors import KafkaError
 
 _COMPRESSION = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",

@@ -34,8 +34,8 @@ import argparse
 import sys
 import time
 
-from protocol import schema
-from protocol.errors import MESSAGES, ErrorCode
+from minikafka.protocol import schema
+from minikafka.protocol.errors import MESSAGES, ErrorCode
 
 from .wire import WireClient
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from protocol import schema
+from minikafka.protocol import schema
 
 
 class WireClient:

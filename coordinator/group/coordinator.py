@@ -14,7 +14,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 
 from .group import Group, GroupState, Member, Waiter
 from .records import (GroupKey, GroupRecord, MemberRecord, OffsetKey, OffsetValue, group_metadata_key,

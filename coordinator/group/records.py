@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from protocol import schema
+from minikafka.protocol import schema
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -32,7 +32,7 @@ def _decode(name: str, data: bytes, max_version: int):
 
 # Kafka: Utils.abs(groupId.hashCode) % offsets.topic.num.partitions (Utils.abs maps
 # Integer.MIN_VALUE to 0, otherwise Math.abs); shared with the transaction coordinator.
-from coordinator.hashing import java_string_hash, partition_for  # noqa: E402,F401
+from minikafka.coordinator.hashing import java_string_hash, partition_for  # noqa: E402,F401
 
 
 # --------------------------------------------------------------- offsets

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record, build_batch, decode_batch, iter_batch_headers, parse_control_record
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Record, build_batch, decode_batch, iter_batch_headers, parse_control_record
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable, Protocol
 
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 from ..hashing import partition_for
 from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, VALID_PREVIOUS, TransactionMetadata, TxnState,
                     decode_key, decode_value, encode_key, encode_value, epoch_exhausted)

@@ -6,7 +6,7 @@ import enum
 import struct
 from dataclasses import dataclass, field
 
-from protocol import schema
+from minikafka.protocol import schema
 
 
 class TxnState(enum.IntEnum):

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from broker.tools.wire import WireClient
+from minikafka.broker.tools.wire import WireClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.hashing import partition_for
-from protocol import records as rec
+from minikafka.coordinator.hashing import partition_for
+from minikafka.protocol import records as rec
 
 DROP = {"throttle_time_ms"}
 TIMESTAMP_EXACT = {"log_append_time_ms", "transaction_start_time_ms", "last_timestamp", "timestamp",

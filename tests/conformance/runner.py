@@ -11,10 +11,10 @@ import re
 import time
 import uuid
 
-from broker.tools.wire import WireClient
-from coordinator.hashing import partition_for
-from protocol import records as rec
-from protocol.schema import API_NAMES
+from minikafka.broker.tools.wire import WireClient
+from minikafka.coordinator.hashing import partition_for
+from minikafka.protocol import records as rec
+from minikafka.protocol.schema import API_NAMES
 
 from .dsl import Batch, Call, Ref, Restart, Scenario
 from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries

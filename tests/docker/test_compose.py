@@ -188,7 +188,7 @@ def checker(c: Compose, expect: int) -> dict:
 
 
 def wait_for_revenue(c: Compose, output: Path, n: int) -> None:
-    from pipeline.results import read_revenue
+    from minikafka.pipeline.results import read_revenue
     want = expected_revenue(n)
     wait_until(lambda: read_revenue(output) == want, timeout=300, interval=1,
                message=lambda: f"pipeline totals {read_revenue(output)} != {want}\n"

@@ -15,8 +15,8 @@ import urllib.request
 import pytest
 
 from harness import free_port, wait_until
-from protocol import records as rec
-from protocol.errors import ErrorCode
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode
 from rawclient import RawClient, make_batch
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8

@@ -223,7 +223,7 @@ def test_marker_with_higher_epoch_fences_the_producer_across_kill9(broker_factor
     partition's epoch for that producer; after kill -9 (recovery replays the marker) the
     producer's old-epoch batch is still INVALID_PRODUCER_EPOCH and so is a marker of the old
     epoch; a marker with coordinator epoch -1 after a coordinator epoch 0 stays fenced."""
-    from protocol.errors import ErrorCode as E
+    from minikafka.protocol.errors import ErrorCode as E
     topic = unique_topic("adm-epoch")
     b = broker_factory()
     tid = f"{topic}-tid"

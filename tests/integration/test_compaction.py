@@ -2,7 +2,7 @@
 latest value per key, and a compacted __transaction_state still loads after a restart."""
 from __future__ import annotations
 
-from coordinator.transaction.state import decode_key
+from minikafka.coordinator.transaction.state import decode_key
 from harness import wait_transaction_done, wait_until
 from rawclient import RawClient, make_batch
 

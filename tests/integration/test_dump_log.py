@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from coordinator.hashing import partition_for
+from minikafka.coordinator.hashing import partition_for
 from harness import REPO_ROOT, wait_transaction_done
 from rawclient import RawClient
 
@@ -26,7 +26,7 @@ TXN_VALUE_RE = re.compile(r" key: transaction_metadata::transactionalId=(\S+) pa
 
 
 def dump(*args: str) -> str:
-    r = subprocess.run([sys.executable, "-m", "broker", "dump-log", *args], cwd=REPO_ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "minikafka", "dump-log", *args], cwd=REPO_ROOT, capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "Non-consecutive" not in r.stderr and "Mismatches" not in r.stderr, r.stderr
@@ -137,13 +137,13 @@ def test_dump_transactional_partition_and_state_log(broker_factory, unique_topic
 
 
 def test_dump_log_reports_trailing_bytes_and_unknown_files(tmp_path):
-    from protocol import records as rec
+    from minikafka.protocol import records as rec
     batch = rec.build_batch([rec.Record(0, 1000, None, b"v", ())], base_offset=0)
     seg = tmp_path / "00000000000000000000.log"
     seg.write_bytes(batch + batch[:20])
     other = tmp_path / "notes.txt"
     other.write_text("x")
-    r = subprocess.run([sys.executable, "-m", "broker", "dump-log", "--files", f"{seg},{other}", "--deep-iteration"],
+    r = subprocess.run([sys.executable, "-m", "minikafka", "dump-log", "--files", f"{seg},{other}", "--deep-iteration"],
                        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0
     assert "| offset: 0 CreateTime: 1000 keySize: -1 valueSize: 1 sequence: -1 headerKeys: []" in r.stdout

@@ -48,8 +48,8 @@ def _check_positions(records, sent, tag: str, context: str) -> None:
                        f" (partition, offset); first (i, acked, read): {wrong[:5]}" + context)
 
 
-def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique_topic):
-    b = broker_factory()
+def test_kill9_after_acks_keeps_every_acknowledged_record(minikafka_broker, unique_topic):
+    b = minikafka_broker
     topic = unique_topic("kill9")
     create_topic("kafka-python", b.bootstrap, topic, PARTITIONS, broker=b)
     ts = now_ms()
@@ -72,8 +72,8 @@ def test_kill9_after_acks_keeps_every_acknowledged_record(broker_factory, unique
                                  f" offset {acked_end}" + b.describe())
     assert sum(before.values()) == n_kp + n_ck
 
-    b.kill()
-    b.start()
+    b.kill9()
+    b.restart()
 
     after = end_offsets(b.bootstrap, topic, PARTITIONS)
     assert after == before, (f"log end offsets changed across kill -9: before {before},"
@@ -271,7 +271,7 @@ def test_second_broker_on_the_same_log_dirs_refuses_to_start(broker_factory, uni
             assert c.produce(topic, 0, make_batch([b"v%d" % i]), acks=-1).error_code == 0
     before = _dir_state(a.data_dir)
 
-    cmd = [sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+    cmd = [sys.executable, "-m", "minikafka", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
            "--override", f"log.dirs={a.data_dir}"]
     second = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=20)
     out = (second.stdout + second.stderr).strip()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from harness import wait_until
 from rawclient import RawClient, make_batch
 

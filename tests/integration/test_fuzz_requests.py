@@ -7,7 +7,7 @@ import random
 import socket
 import struct
 
-from protocol import schema
+from minikafka.protocol import schema
 from rawclient import RawClient
 from schema_samples import advertised as _advertised, sample as _sample
 

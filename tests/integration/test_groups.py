@@ -27,7 +27,7 @@ import time
 import pytest
 
 from harness import REPO_ROOT, unique_name, wait_until
-from protocol import schema
+from minikafka.protocol import schema
 from rawclient import RawClient
 
 PARTITIONS = 6

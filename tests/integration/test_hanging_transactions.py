@@ -16,7 +16,7 @@ import urllib.request
 import json
 
 from harness import REPO_ROOT, free_port, wait_transaction_done, wait_until
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from rawclient import RawClient, make_batch
 
 MAX_TIMEOUT_MS = 4000
@@ -39,7 +39,7 @@ def partition_metric(name: str, topic: str, partition: int) -> str:
 
 
 def cli(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "transactions", "--bootstrap-server", bootstrap, *args],
+    return subprocess.run([sys.executable, "-m", "minikafka", "transactions", "--bootstrap-server", bootstrap, *args],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from harness import (confluent_on_delivery, confluent_send, consume, make_record, now_ms, verify_records,
                      wait_until)
-from protocol.errors import ErrorCode
+from minikafka.protocol.errors import ErrorCode
 from rawclient import RawClient, make_batch
 
 INT32_MAX = 2**31 - 1

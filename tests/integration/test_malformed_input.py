@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from protocol import schema
+from minikafka.protocol import schema
 from rawclient import RawClient, make_batch
 
 MAX_REQUEST = 1 << 20  # socket.request.max.bytes for this module's broker

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from harness import wait_until
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from rawclient import RawClient, make_batch
 
 TXNS, PER_TXN = 6, 15

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from harness import now_ms
-from protocol import records as rec
-from protocol.errors import ErrorCode
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode
 from rawclient import RawClient, make_batch
 
 

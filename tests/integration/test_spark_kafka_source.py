@@ -12,7 +12,7 @@ and ``failOnDataLoss=true`` throughout:
   micro-batches, every committed record exactly once;
 * streaming from ``startingOffsets=latest``: only what is committed after the
   query started;
-* the source's schema is the one ``pipeline.source`` reproduces.
+* the source's schema is the one ``minikafka.pipeline.source`` reproduces.
 
 Needs the connector jars (see ``test_spark_pipeline.py``); skipped otherwise.
 """
@@ -32,7 +32,7 @@ pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[
 from test_spark_pipeline import (CONNECTOR_JARS, JARS_ENV, KAFKA_CLIENTS,  # noqa: E402
                                  SPARK_VERSION, java_missing, kafka_connector_jars)
 
-from pipeline.source import KAFKA_SCHEMA  # noqa: E402
+from minikafka.pipeline.source import KAFKA_SCHEMA  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

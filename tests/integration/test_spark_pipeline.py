@@ -15,7 +15,7 @@ The job runs as a subprocess in local mode over an
 
 ``python``: the minikafka Python data source (always runs: CI), launched by
 ``spark-submit --master ... pipeline/__main__.py`` as on a cluster.  ``kafka``
-(``python -m pipeline --jars``): Spark's built-in Kafka source with
+(``python -m minikafka.pipeline --jars``): Spark's built-in Kafka source with
 ``kafka.isolation.level=read_committed``, which needs the connector jars: ``MINIKAFKA_SPARK_KAFKA_JARS`` (comma-separated
 paths), or ``$MINIKAFKA_EXT/spark-jars/`` + ``$MINIKAFKA_EXT/kafka-clients-3.9.0/``
 when both are there; skipped with the reason otherwise.
@@ -38,7 +38,7 @@ from harness import REPO_ROOT, ext_dir, tail, wait_until
 
 pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[spark]')")
 
-from pipeline.results import complete_snapshots, read_revenue  # noqa: E402
+from minikafka.pipeline.results import complete_snapshots, read_revenue  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -148,7 +148,7 @@ SUBMIT_MASTER = "local[3]"
 
 
 class Job:
-    """``python -m pipeline`` or, with ``submit``, the README's ``spark-submit ... pipeline/__main__.py``."""
+    """``python -m minikafka.pipeline`` or, with ``submit``, the README's ``spark-submit ... pipeline/__main__.py``."""
 
     def __init__(self, tmp: Path, bootstrap: str, topic: str, source: str, jars: str | None,
                  submit: bool = False):
@@ -163,7 +163,7 @@ class Job:
                         *(["--jars", jars] if jars else []),
                         str(REPO_ROOT / "pipeline" / "__main__.py"), *args]
         else:
-            self.cmd = [sys.executable, "-m", "pipeline", *args,
+            self.cmd = [sys.executable, "-m", "minikafka.pipeline", *args,
                         "--master", "local[2]", "--conf", "spark.driver.memory=512m"]
             if jars:
                 self.cmd += ["--jars", jars]
@@ -179,7 +179,7 @@ class Job:
                                          stdout=f, stderr=subprocess.STDOUT,
                                          env=dict(os.environ, PYTHONUNBUFFERED="1",
                                                   PYSPARK_PYTHON=sys.executable,
-                                                  # this checkout's pipeline package, also when
+                                                  # this checkout's minikafka (and its pipeline/), also when
                                                   # spark-submit runs pipeline/__main__.py as a script
                                                   PYTHONPATH=str(REPO_ROOT)),
                                          start_new_session=True)

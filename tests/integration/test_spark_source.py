@@ -19,7 +19,7 @@ from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from harness import now_ms, wait_transaction_done  # noqa: E402
-from pipeline.source import (KAFKA_SCHEMA, MiniKafkaDataSource, Options,  # noqa: E402
+from minikafka.pipeline.source import (KAFKA_SCHEMA, MiniKafkaDataSource, Options,  # noqa: E402
                              RangePartition, parse_offsets)
 
 

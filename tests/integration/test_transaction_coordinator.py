@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from harness import transaction_state, wait_transaction_done, wait_until
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from rawclient import RawClient, make_batch
 
 FENCED, INVALID_EPOCH, INVALID_TXN_STATE, CONCURRENT = 90, 47, 48, 51

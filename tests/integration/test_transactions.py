@@ -10,10 +10,10 @@ import uuid
 
 import pytest
 
-from coordinator.hashing import partition_for
-from coordinator.transaction.state import decode_key, decode_value
+from minikafka.coordinator.hashing import partition_for
+from minikafka.coordinator.transaction.state import decode_key, decode_value
 from harness import wait_transaction_done, wait_until
-from protocol import records as rec
+from minikafka.protocol import records as rec
 from rawclient import RawClient, make_batch
 
 TOPICS = 3
@@ -303,23 +303,27 @@ def markers_of(bootstrap, topic, partition):
     ("txn.after_first_marker", True),   # (b) some markers written
     ("txn.before_prepare", False),      # (c) crash before the commit point
 ])
-def test_coordinator_crash_recovery(broker_factory, fault, finished):
-    b = broker_factory(env={"MINIKAFKA_FAULT": fault})
+def test_coordinator_crash_recovery(minikafka_broker, fault, finished):
+    b = minikafka_broker
     topic, tid = "crash", f"crash-{fault}"
     create_topics(b.bootstrap, [topic], 3)
+    b.fault(fault)  # armed: the broker exits at that point of the next EndTxn
     pid, epoch = _txn_to_commit(b, topic, tid)
-    wait_until(lambda: not b.running, 15, message="broker did not stop at the fault point")
-    b.extra_env.pop("MINIKAFKA_FAULT")
-    b.start()
+    assert b.wait_exit(15) == 86, "the broker did not stop at the fault point" + b.describe()
+    b.restart()
+    written = [(part, b"v%d" % part) for part in range(3)]
     if finished:
         wait_until(lambda: describe_txn(b.bootstrap, tid).transaction_state == "CompleteCommit", 15)
         for part in range(3):
             # a re-driven marker may repeat one written before the crash, as in Kafka
             m = markers_of(b.bootstrap, topic, part)
             assert m and set(m) == {COMMIT}, (part, m)
+        assert [(r.partition, r.value) for r in b.records(topic)] == written
     else:
         assert describe_txn(b.bootstrap, tid).transaction_state == "Ongoing"
         assert all(markers_of(b.bootstrap, topic, part) == [] for part in range(3))
+        assert b.records(topic) == []  # undecided: nothing visible read_committed
+        assert [(r.partition, r.value) for r in b.records(topic, "read_uncommitted")] == written
         with RawClient.to(b.bootstrap) as c:  # the producer aborts it after the restart
             r = c.request(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                   "committed": False})
@@ -327,6 +331,7 @@ def test_coordinator_crash_recovery(broker_factory, fault, finished):
         wait_transaction_done(b.bootstrap, tid, states=("CompleteAbort",))
         for part in range(3):
             assert markers_of(b.bootstrap, topic, part) == [ABORT]
+        assert b.records(topic) == []
 
 
 def test_timed_out_transaction_is_aborted(broker_factory):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import DEFS, BrokerConfig, ConfigError
+from minikafka.broker.config import DEFS, BrokerConfig, ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,7 +55,7 @@ def test_conf_file_documents_every_key():
 
 
 def test_cli_refuses_invalid_value_at_start(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "broker", "--override", "log.segment.bytes=abc",
+    r = subprocess.run([sys.executable, "-m", "minikafka", "--override", "log.segment.bytes=abc",
                         "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2
     assert "log.segment.bytes" in r.stderr
@@ -67,7 +67,7 @@ def test_cli_reports_a_port_in_use_in_one_line(tmp_path):
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
-        r = subprocess.run([sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        r = subprocess.run([sys.executable, "-m", "minikafka", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
                             "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert "cannot start" in r.stderr and "Traceback" not in r.stderr
@@ -101,7 +101,7 @@ def test_cli_reports_a_port_in_use_in_one_line(tmp_path):
 ])
 def test_cli_invalid_value_is_one_line_naming_key_and_allowed_values(tmp_path, args, line):
     data = tmp_path / "data"
-    r = subprocess.run([sys.executable, "-m", "broker", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+    r = subprocess.run([sys.executable, "-m", "minikafka", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                         "--override", f"log.dirs={data}", *args],
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 2, r.stderr
@@ -118,14 +118,14 @@ def test_cli_invalid_value_is_one_line_naming_key_and_allowed_values(tmp_path, a
      "minikafka: cannot read --log-config no-such-logging.ini: no such file"),
 ])
 def test_cli_bad_logging_setting_is_one_line(tmp_path, env, args, line):
-    r = subprocess.run([sys.executable, "-m", "broker", "--override", f"log.dirs={tmp_path / 'data'}", *args],
+    r = subprocess.run([sys.executable, "-m", "minikafka", "--override", f"log.dirs={tmp_path / 'data'}", *args],
                        capture_output=True, text=True, timeout=60, cwd=ROOT,
                        env={**os.environ, **env})
     assert r.returncode == 2 and r.stderr.splitlines() == [line]
 
 
 def test_log_levels_are_log4js_with_pythons_names_too():
-    from broker.cli import parse_log_level
+    from minikafka.broker.cli import parse_log_level
     assert [parse_log_level(n) for n in ("trace", "DEBUG", " info ", "WARN", "error", "FATAL")] == \
         [5, logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL]
     assert parse_log_level("warning") == logging.WARNING and parse_log_level("CRITICAL") == logging.CRITICAL

@@ -45,7 +45,7 @@ def load(name: str) -> dict:
 
 
 def broker_keys() -> set[str]:
-    from broker import config
+    from minikafka.broker import config
     table = next(v for k, v in vars(config).items()
                  if isinstance(v, dict) and "advertised.listeners" in v)
     return set(table)
@@ -81,7 +81,7 @@ def test_broker_command_defaults_and_overrides():
     cmd = entrypoint.command({"KAFKA_NUM_PARTITIONS": "3", "KAFKA_HEAP_OPTS": "-Xmx1g",
                               "KAFKA_LOG_DIRS": "/data", "HOME": "/root"},
                              ["--override", "log.retention.ms=5"], hostname="b1", python="py")
-    assert cmd[:3] == ["py", "-m", "broker"]
+    assert cmd[:3] == ["py", "-m", "minikafka"]
     pairs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--override"]
     assert pairs == ["listeners=PLAINTEXT://0.0.0.0:9092",
                      "advertised.listeners=PLAINTEXT://b1:9092",
@@ -101,7 +101,7 @@ def test_healthcheck_command_uses_the_broker_configuration():
     env = {"KAFKA_LISTENERS": "PLAINTEXT://127.0.0.1:29999", "MINIKAFKA_CONFIG": "/etc/b.properties"}
     broker = entrypoint.command(env, [], hostname="h", python="py")
     hc = entrypoint.command(env, ["healthcheck", "--timeout", "3"], hostname="h", python="py")
-    assert hc[:4] == ["py", "-m", "broker", "healthcheck"]
+    assert hc[:4] == ["py", "-m", "minikafka", "healthcheck"]
     assert hc[4:-2] == broker[3:], "the healthcheck must see exactly the broker's flags"
     assert hc[-2:] == ["--timeout", "3"]
 
@@ -149,7 +149,7 @@ def test_entrypoint_starts_a_broker_configured_by_env(tmp_path):
 # --------------------------------------------------------------------------
 
 def healthcheck(bootstrap: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "healthcheck", "--bootstrap-server",
+    return subprocess.run([sys.executable, "-m", "minikafka", "healthcheck", "--bootstrap-server",
                            bootstrap, "--timeout", "3"], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=30)
 
@@ -167,7 +167,7 @@ def test_healthcheck_dead_port():
 
 
 def own_healthcheck(listeners: str, data_dir) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", "healthcheck", "--override",
+    return subprocess.run([sys.executable, "-m", "minikafka", "healthcheck", "--override",
                            f"listeners={listeners}", "--override", f"log.dirs={data_dir}",
                            "--timeout", "3"], cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=30)
@@ -197,7 +197,7 @@ def test_healthcheck_by_configuration_is_about_this_broker(broker, broker_factor
 
 
 def test_port_in_use_names_the_address(broker, tmp_path):
-    res = subprocess.run([sys.executable, "-m", "broker", "--override",
+    res = subprocess.run([sys.executable, "-m", "minikafka", "--override",
                           f"listeners=PLAINTEXT://127.0.0.1:{broker.port}", "--override",
                           f"log.dirs={tmp_path / 'data'}"], cwd=REPO_ROOT, capture_output=True,
                          text=True, timeout=30)
@@ -296,7 +296,7 @@ def test_compose_commands_parse_with_their_programs():
     services = load("docker-compose.yml")["services"]
     sys.path.insert(0, str(REPO_ROOT))
     import importlib
-    from pipeline.job import parse_args
+    from minikafka.pipeline.job import parse_args
     for sname, svc in services.items():
         cmd = svc.get("command")
         if not cmd:
@@ -326,7 +326,7 @@ def test_spark_image_pins_the_connector_to_the_pyspark_version():
 
 
 def test_pipeline_jars_expand_directories(tmp_path):
-    from pipeline.job import expand_jars
+    from minikafka.pipeline.job import expand_jars
     (tmp_path / "b.jar").write_bytes(b"")
     (tmp_path / "a.jar").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("")
@@ -376,11 +376,19 @@ def test_dockerfile(name):
                if rest in PIP_ARGS), f"{name}: declare pip's build arguments before the first pip install"
     assert not any(op == "RUN" and "--system" in rest for op, rest in ins), \
         "useradd/groupadd --system with uid/gid 1000 warns (above SYS_UID_MAX)"
+    copied = set()
     for op, rest in ins:
         if op == "COPY":
             *srcs, _dest = rest.split()
             for src in srcs:
                 assert (REPO_ROOT / src).exists(), f"{name}: COPY source {src} missing"
+                copied.add(src)
+    if any(op == "RUN" and re.search(r"pip install (--no-deps )?\.(\s|$)", rest) for op, rest in ins):
+        # the image installs minikafka: every folder the wheel is made of must be in it
+        import tomllib
+        setuptools = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+        folders = set(setuptools["package-dir"].values())
+        assert folders <= copied, f"{name}: COPY {sorted(folders - copied)} (pyproject's package-dir)"
     users = [rest for op, rest in ins if op == "USER"]
     assert users and users[-1] not in ("root", "0"), f"{name} must run as non-root"
     assert "ENTRYPOINT" in ops

@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
-from coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore, OffsetValue
-from coordinator.group.group import GroupState
-from coordinator.group.records import (GroupRecord, MemberRecord, group_metadata_value, offset_commit_key,
+from minikafka.coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore, OffsetValue
+from minikafka.coordinator.group.group import GroupState
+from minikafka.coordinator.group.records import (GroupRecord, MemberRecord, group_metadata_value, offset_commit_key,
                                        offset_commit_value, parse_group_value, parse_key, parse_offset_value,
                                        partition_for, OffsetKey, GroupKey)
-from protocol.errors import ErrorCode as E
+from minikafka.protocol.errors import ErrorCode as E
 
 PROTOS = [("range", b"meta-r"), ("roundrobin", b"meta-rr")]
 T0 = 1_000_000
@@ -308,7 +308,7 @@ def test_delete_groups():
 
 
 def test_offset_delete_subscribed_topic_refused():
-    from protocol import schema
+    from minikafka.protocol import schema
     import struct
     sub = struct.pack(">h", 0) + schema.build(schema.data_message("ConsumerProtocolSubscription", 0),
                                               {"topics": ["t"], "user_data": None})
@@ -430,7 +430,7 @@ def test_txn_offset_commit_generation_checks():
 
 
 def test_storage_failure_maps_to_kafka_error():
-    from protocol.errors import KafkaError
+    from minikafka.protocol.errors import KafkaError
     store = MemoryOffsetsStore(50)
     c = make(store=store)
     store.fail_with = KafkaError(E.RECORD_LIST_TOO_LARGE)
@@ -440,7 +440,7 @@ def test_storage_failure_maps_to_kafka_error():
 
 
 def test_group_config_from_broker_properties():
-    from broker.config import BrokerConfig
+    from minikafka.broker.config import BrokerConfig
     cfg = BrokerConfig.from_dict({"offsets.retention.minutes": "2", "group.initial.rebalance.delay.ms": "0",
                                   "group.min.session.timeout.ms": "100"})
     gc = GroupConfig.from_broker_config(cfg)

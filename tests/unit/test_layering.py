@@ -1,47 +1,98 @@
 """Imports flow one way: broker -> coordinator -> storage -> protocol (DESIGN.md).
-Only broker/ knows trio; protocol/ touches no sockets or files."""
+Only broker/ knows trio; protocol/ touches no sockets or files.
+
+Each layer is a top-level folder of the repository and the subpackage ``minikafka.<folder>``
+once installed; every import names the layer by its full name (``minikafka.storage.log``) or
+is relative inside its own layer. minikafka.testing (the pytest plugin) starts the broker as
+a subprocess: of the broker layer it imports only the wire client."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "minikafka"
 LAYERS = ["broker", "coordinator", "storage", "protocol"]
+FOLDERS = LAYERS + ["pipeline"]  # each one a subpackage of minikafka
 ALLOWED = {layer: set(LAYERS[i:]) for i, layer in enumerate(LAYERS)}
 
 
+def module_name(path: Path) -> str:
+    """``broker/handlers/fetch.py`` -> ``minikafka.broker.handlers.fetch``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    if parts[0] == PACKAGE:
+        parts = parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join((PACKAGE, *parts))
+
+
 def imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved to full names."""
     tree = ast.parse(path.read_text(), str(path))
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            out.add(importlib.util.resolve_name("." * node.level + (node.module or ""), package)
+                    if node.level else node.module)
     return out
+
+
+def layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == PACKAGE and len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def python_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_imports_flow_downward(layer):
     bad = []
-    for path in (ROOT / layer).rglob("*.py"):
+    for path in python_files(layer):
         for mod in imports_of(path):
-            top = mod.split(".")[0]
-            if top in LAYERS and top not in ALLOWED[layer]:
+            other = layer_of(mod)
+            if other and other not in ALLOWED[layer]:
                 bad.append(f"{path.relative_to(ROOT)} imports {mod}")
     assert not bad
 
 
 @pytest.mark.parametrize("layer", ["coordinator", "storage", "protocol"])
 def test_only_broker_knows_trio(layer):
-    users = [str(p.relative_to(ROOT)) for p in (ROOT / layer).rglob("*.py") if "trio" in
+    users = [str(p.relative_to(ROOT)) for p in python_files(layer) if "trio" in
              {m.split(".")[0] for m in imports_of(p)}]
     assert not users
 
 
 def test_protocol_is_sans_io():
-    for path in (ROOT / "protocol").rglob("*.py"):
+    for path in python_files("protocol"):
         mods = {m.split(".")[0] for m in imports_of(path)}
         assert not mods & {"socket", "trio", "asyncio", "selectors"}, path
+
+
+def test_the_pytest_plugin_runs_the_broker_as_a_subprocess():
+    mods = imports_of(ROOT / PACKAGE / "testing.py")
+    inside = {m for m in mods if layer_of(m) in ("broker", "coordinator", "storage")}
+    assert inside == {"minikafka.broker.tools.wire"}, inside
+
+
+def test_one_import_name():
+    """No module imports a layer by its folder name (``import broker``): installed, only
+    ``minikafka`` exists."""
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0].startswith(".") or rel.parts[0] in ("build", "venv") or "golden" in rel.parts:
+            continue
+        for mod in imports_of(path):
+            if mod.split(".")[0] in FOLDERS:
+                bad.append(f"{rel} imports {mod}")
+    assert not bad

@@ -8,12 +8,12 @@ import os
 
 import pytest
 
-from protocol import records as rec
-from protocol.records import Record
-from storage.config import LogConfig
-from storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
-from storage.log import UnifiedLog
-from storage.log_manager import TOPICS_FILE, LogManager
+from minikafka.protocol import records as rec
+from minikafka.protocol.records import Record
+from minikafka.storage.config import LogConfig
+from minikafka.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+from minikafka.storage.log import UnifiedLog
+from minikafka.storage.log_manager import TOPICS_FILE, LogManager
 
 TS = 1_700_000_000_000
 

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from broker.tools import dump_log
-from broker.tools.transactions import pretty_print_table
-from protocol import records as rec
+from minikafka.broker.tools import dump_log
+from minikafka.broker.tools.transactions import pretty_print_table
+from minikafka.protocol import records as rec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,7 +112,7 @@ def test_table_layout_matches_kafka():
 # Issue 16: the command line (`minikafka dump-log`, a real subprocess) on a file it cannot
 # read, or writing into a pipe its reader closed, says so in one line, never a traceback.
 def run_cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "minikafka", *args], capture_output=True, text=True,
                           timeout=60, cwd=ROOT, **kw)
 
 
@@ -134,7 +134,7 @@ def test_cli_dump_log_into_a_closed_pipe_is_one_line(tmp_path):
     log = tmp_path / "00000000000000000000.log"
     log.write_bytes(b"".join(rec.build_batch([rec.Record(None, i, None, b"v" * 100, ())], base_offset=i)
                              for i in range(3000)))
-    p = subprocess.Popen([sys.executable, "-m", "broker", "dump-log", "--print-data-log", "--files", str(log)],
+    p = subprocess.Popen([sys.executable, "-m", "minikafka", "dump-log", "--print-data-log", "--files", str(log)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     assert p.stdout.readline() == f"Dumping {log}\n".encode()
     p.stdout.close()  # as `| head -1` does

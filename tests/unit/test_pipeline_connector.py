@@ -1,4 +1,4 @@
-"""`python -m pipeline --source kafka` without Spark's Kafka connector names the missing
+"""`python -m minikafka.pipeline --source kafka` without Spark's Kafka connector names the missing
 jars and where to put them, in one line, before starting Spark (issue 16). No pyspark
 needed: the check runs first."""
 from __future__ import annotations
@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, missing_connector, parse_args
+from minikafka.pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, missing_connector, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_pipeline(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "minikafka.pipeline", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, env={"PATH": "/usr/bin:/bin"})
 
 

@@ -6,14 +6,14 @@ import struct
 
 import pytest
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record
-from storage.config import LogConfig
-from storage.log import UnifiedLog
-from storage.producer_state import (CorruptSnapshotError, ProducerStateEntry, BatchMetadata, decode_snapshot,
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Record
+from minikafka.storage.config import LogConfig
+from minikafka.storage.log import UnifiedLog
+from minikafka.storage.producer_state import (CorruptSnapshotError, ProducerStateEntry, BatchMetadata, decode_snapshot,
                                     encode_snapshot, list_snapshot_offsets)
-from storage.transaction_index import AbortedTxn
+from minikafka.storage.transaction_index import AbortedTxn
 
 TS = 1_700_000_000_000
 INT32_MAX = 2**31 - 1

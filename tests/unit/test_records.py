@@ -5,9 +5,9 @@ import struct
 
 import pytest
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Compression, ControlRecordType, Record
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Compression, ControlRecordType, Record
 
 
 def _records(n=5, ts=1_700_000_000_000, value_size=20):

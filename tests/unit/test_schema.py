@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from protocol import schema
+from minikafka.protocol import schema
 from schema_samples import advertised as _advertised, sample as _sample
 
 

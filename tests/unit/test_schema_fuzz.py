@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from protocol import schema
+from minikafka.protocol import schema
 from schema_samples import advertised as _advertised, sample as _sample
 
 

@@ -50,7 +50,8 @@ EXTRAS_MODULES = {"pytest", "pytest_timeout", "kafka", "confluent_kafka", "aioka
 def test_the_broker_imports_none_of_the_extras():
     # so what `make run` installs is enough to run it
     r = subprocess.run([sys.executable, "-c",
-                        "import sys, broker.cli, broker.main, broker.broker, broker.metrics;"
+                        "import sys, minikafka.broker.cli, minikafka.broker.main, minikafka.broker.broker,"
+                        " minikafka.broker.metrics;"
                         " print(' '.join(sorted(m.split('.')[0] for m in sys.modules)))"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -66,7 +67,7 @@ def test_pytest_reports_skip_reasons():
 def test_default_outputs_are_ignored_by_git():
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    from pipeline.job import parse_args
+    from minikafka.pipeline.job import parse_args
     args = parse_args([])
     paths = ["data/meta.properties",  # the broker's log.dirs default (./data)
              f"{args.output}/snapshot-000000000000/part-0.parquet", f"{args.checkpoint}/offsets/0",
@@ -89,7 +90,7 @@ def test_readme_says_how_to_activate_the_environment():
 
 
 def test_readme_outgrowing_one_machine_commands_match_the_code():
-    from pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, parse_args
+    from minikafka.pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, parse_args
     section = readme_section("Outgrowing one machine")
     code_blocks = section.split("```")[1::2]
     [submit] = [block for block in code_blocks if "spark-submit --master" in block]

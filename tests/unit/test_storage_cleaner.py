@@ -5,14 +5,14 @@ import os
 
 import pytest
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record
-from storage.cleaner import (CLEANER_OFFSET_CHECKPOINT, LogCleaner, LogCleaningAborted, OffsetMap,
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Record
+from minikafka.storage.cleaner import (CLEANER_OFFSET_CHECKPOINT, LogCleaner, LogCleaningAborted, OffsetMap,
                              complete_interrupted_swaps)
-from storage.config import LogConfig
-from storage.log import UnifiedLog
-from storage.producer_state import list_snapshot_offsets, snapshot_path
+from minikafka.storage.config import LogConfig
+from minikafka.storage.log import UnifiedLog
+from minikafka.storage.producer_state import list_snapshot_offsets, snapshot_path
 
 TS = 1_700_000_000_000
 DAY = 86_400_000
@@ -539,7 +539,7 @@ def test_complete_interrupted_swaps_ignores_clean_dirs(tmp_path):
 
 
 def test_group_segments_by_size():
-    from storage.cleaner import Cleaner, SegmentInfo
+    from minikafka.storage.cleaner import Cleaner, SegmentInfo
     segs = [SegmentInfo(None, b, "", size, nb, 8, 12, 0.0, ())
             for b, size, nb in [(0, 400, 10), (10, 400, 20), (20, 400, 30), (30, 0, 40), (40, 900, 50)]]
     groups = Cleaner.group_segments_by_size(segs, 1000, 1000, 50)

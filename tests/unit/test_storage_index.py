@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from storage.index import CorruptIndexError, OffsetIndex, TimeIndex
+from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 
 
 def test_offset_index_lookup_and_format(tmp_path):

@@ -6,11 +6,11 @@ import struct
 
 import pytest
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record
-from storage.config import LogConfig
-from storage.log import UnifiedLog
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Record
+from minikafka.storage.config import LogConfig
+from minikafka.storage.log import UnifiedLog
 
 TS = 1_700_000_000_000
 

@@ -7,12 +7,12 @@ import uuid
 
 import pytest
 
-from protocol import records as rec
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import Record
-from storage.checkpoint import (OffsetCheckpointFile, read_properties, uuid_from_base64, uuid_to_base64)
-from storage.config import ConfigSource, LogConfig, describe_configs
-from storage.log_manager import LogManager
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.records import Record
+from minikafka.storage.checkpoint import (OffsetCheckpointFile, read_properties, uuid_from_base64, uuid_to_base64)
+from minikafka.storage.config import ConfigSource, LogConfig, describe_configs
+from minikafka.storage.log_manager import LogManager
 
 TS = 1_700_000_000_000
 

@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
-from protocol import records as rec
-from protocol.records import Record
-from storage.config import LogConfig
-from storage.log import UnifiedLog
+from minikafka.protocol import records as rec
+from minikafka.protocol.records import Record
+from minikafka.storage.config import LogConfig
+from minikafka.storage.log import UnifiedLog
 
 TS = 1_700_000_000_000
 

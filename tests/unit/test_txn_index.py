@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from storage.transaction_index import ENTRY_SIZE, AbortedTxn, TransactionIndex, decode_entries
+from minikafka.storage.transaction_index import ENTRY_SIZE, AbortedTxn, TransactionIndex, decode_entries
 
 
 def test_entry_layout_is_kafkas_34_bytes(tmp_path):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import trio
 
-from coordinator.transaction.coordinator import MARKER_RETRY_FIRST_S, TransactionCoordinator, TxnError
-from coordinator.transaction.state import MAX_EPOCH, TxnState, decode_key, decode_value
-from protocol.errors import ErrorCode as E
+from minikafka.coordinator.transaction.coordinator import MARKER_RETRY_FIRST_S, TransactionCoordinator, TxnError
+from minikafka.coordinator.transaction.state import MAX_EPOCH, TxnState, decode_key, decode_value
+from minikafka.protocol.errors import ErrorCode as E
 
 
 class MemoryIO:

@@ -7,7 +7,7 @@ has no budget left; unknown partitions and topics (an empty aborted list) agains
 (a null one)."""
 import uuid
 
-from protocol import records as rec
+from minikafka.protocol import records as rec
 
 from ..dsl import (Call, Scenario, Topic, add_partitions, await_txn, batch, delete_records, end_txn, fetch,
                    fetch_parts, idem_produce, init_pid, produce, ref, restart, txn_produce)

@@ -7,7 +7,7 @@ OffsetForLeaderEpoch (answered from the leader epoch cache), the batches written
 after the restart, the current_leader_epoch checks of Fetch / ListOffsets /
 OffsetForLeaderEpoch, and the coordinator epoch of transaction markers.
 """
-from protocol.schema import ZERO_UUID
+from minikafka.protocol.schema import ZERO_UUID
 
 from ..dsl import (Scenario, add_partitions, await_txn, batch, call, describe_producers, end_txn, init_pid,
                    list_offsets, produce, ref, restart, txn_produce)
