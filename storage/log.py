@@ -119,7 +119,9 @@ class UnifiedLog:
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
         if fuo is not None and fuo < self.high_watermark:
-            return fuo
+            # as Kafka's maybeIncrementFirstUnstableOffset: never below the log start offset
+            # (DeleteRecords may delete the start of an open transaction)
+            return max(fuo, self.log_start_offset)
         return self.high_watermark
 
     @property

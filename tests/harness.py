@@ -236,6 +236,18 @@ class BrokerProcess:
                               f" after SIGTERM (expected {expect_code})" + self.describe())
         return elapsed
 
+    def wait_exit(self, timeout: float = 10) -> int:
+        """Wait for the broker to exit by itself (a crash, a fault point), reap it and return its
+        exit code; ``TimeoutError`` if it is still running after ``timeout`` seconds."""
+        if self.proc is None:
+            raise BrokerError(f"wait_exit(): broker {self.name} was not started" + self.describe())
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"broker {self.name} still running after {timeout:.1f}s") from None
+        self._reap()
+        return self.last_exit
+
     def kill(self) -> None:
         """SIGKILL (a crash) and reap."""
         if not self.running:

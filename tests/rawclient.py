@@ -62,6 +62,99 @@ class RawClient(WireClient):
         return self.request(22, version, body)
 
 
+    # ------------------------------------------------------- transactions
+    def add_partitions_to_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, topic: str,
+                              partitions: list[int]) -> dict[int, int]:
+        """AddPartitionsToTxn v3 -> {partition: error code}."""
+        r = self.request(24, 3, {"v3_and_below_transactional_id": transactional_id,
+                                 "v3_and_below_producer_id": producer_id,
+                                 "v3_and_below_producer_epoch": producer_epoch,
+                                 "v3_and_below_topics": [{"name": topic, "partitions": list(partitions)}]})
+        return {p.partition_index: p.partition_error_code
+                for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
+        """EndTxn v3 -> error code."""
+        return self.request(26, 3, {"transactional_id": transactional_id, "producer_id": producer_id,
+                                    "producer_epoch": producer_epoch, "committed": commit}).error_code
+
+    def describe_producers(self, topic: str, partition: int):
+        """DescribeProducers v0 -> the partition's response (error_code, active_producers)."""
+        r = self.request(61, 0, {"topics": [{"name": topic, "partition_indexes": [partition]}]})
+        return r.topics[0].partitions[0]
+
+    def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                         coordinator_epoch: int) -> int:
+        """WriteTxnMarkers v1 for one partition -> error code (coordinator epoch -1: an admin's abort, KIP-664)."""
+        r = self.request(27, 1, {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch,
+                                              "transaction_result": commit, "coordinator_epoch": coordinator_epoch,
+                                              "topics": [{"name": topic, "partition_indexes": [partition]}]}]})
+        return r.markers[0].topics[0].partitions[0].error_code
+
+    def delete_records(self, topic: str, partition: int, offset: int, timeout_ms: int = 10000) -> tuple[int, int]:
+        """DeleteRecords v2 -> (error code, low watermark)."""
+        r = self.request(21, 2, {"topics": [{"name": topic, "partitions": [{"partition_index": partition,
+                                                                            "offset": offset}]}],
+                                 "timeout_ms": timeout_ms})
+        p = r.topics[0].partitions[0]
+        return p.error_code, p.low_watermark
+
+    def read_partition(self, topic: str, partition: int, isolation: int = 0, start: int | None = None,
+                       max_bytes: int = 1 << 20) -> "PartitionRead":
+        """Everything a consumer would get from `start` (default: the log start offset) to the end
+        (read_committed: to the last stable offset), with the Java consumer's filtering of aborted
+        transactions (CompletedFetch: the response's aborted transactions, then each producer's
+        ABORT marker). Offsets and marks come from the first response (hw, lso, log start)."""
+        first = self.fetch(topic, partition, 0 if start is None else start, isolation, max_bytes=max_bytes)
+        if start is None and first.error_code == 1:  # OFFSET_OUT_OF_RANGE: begin at the log start
+            start = first.log_start_offset
+            first = self.fetch(topic, partition, start, isolation, max_bytes=max_bytes)
+        out = PartitionRead(first.error_code, first.high_watermark, first.last_stable_offset,
+                            first.log_start_offset)
+        if first.error_code:
+            return out
+        resp, offset = first, (0 if start is None else start)
+        while True:
+            data = resp.records or b""
+            aborted = sorted((a.first_offset, a.producer_id) for a in (resp.aborted_transactions or []))
+            aborting: set[int] = set()
+            progressed = False
+            for pos, h in rec.iter_batch_headers(data):
+                if h.last_offset < offset:
+                    continue
+                progressed = True
+                fetch_offset, offset = offset, h.last_offset + 1
+                _, records = rec.decode_batch(data, pos)
+                out.batches.append((h, records))
+                if isolation == 1 and h.has_producer_id:
+                    while aborted and aborted[0][0] <= h.last_offset:
+                        aborting.add(aborted.pop(0)[1])
+                    if h.is_control and rec.parse_control_record(records[0])[0] == rec.ControlRecordType.ABORT:
+                        aborting.discard(h.producer_id)
+                        continue
+                    if h.is_transactional and h.producer_id in aborting:
+                        continue
+                if not h.is_control:  # records before the fetch offset (the log start) are skipped
+                    out.records.extend((r.offset, r.value, h) for r in records if r.offset >= fetch_offset)
+            if not progressed:
+                return out
+            resp = self.fetch(topic, partition, offset, isolation, max_bytes=max_bytes)
+            if resp.error_code:
+                raise AssertionError(f"fetch {topic}-{partition}@{offset}: error {resp.error_code}")
+
+
+class PartitionRead:
+    """What `RawClient.read_partition` saw: marks of the first fetch, batches and visible records."""
+
+    def __init__(self, error_code: int, high_watermark: int, last_stable_offset: int, log_start_offset: int):
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.batches: list[tuple] = []   # (BatchHeader, [Record]) including control batches
+        self.records: list[tuple] = []   # (offset, value, BatchHeader) a consumer would deliver
+
+
 def make_batch(values: list[bytes], producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                transactional: bool = False, keys: list[bytes] | None = None, timestamp: int | None = None) -> bytes:
     ts = int(time.time() * 1000) if timestamp is None else timestamp

@@ -139,6 +139,25 @@ def test_delete_records_survives_restart(broker_factory, unique_topic):
     assert bases[0] <= 17 and (len(bases) == 1 or bases[1] > 17), bases
 
 
+def test_delete_records_past_an_open_transaction_moves_the_lso(raw, unique_topic):
+    # Kafka's LSO is max(first unstable offset, log start offset): deleting the start of an
+    # open transaction lifts the LSO with the log start (found by test_txn_invariants.py).
+    t, tid = unique_topic("drtxn"), unique_topic("drtxn-tid")
+    assert raw.create_topic(t, 1) == 0
+    init = raw.init_producer_id(tid)
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert raw.add_partitions_to_txn(tid, pid, epoch, t, [0]) == {0: 0}
+    assert raw.produce(t, 0, make_batch([b"open"], pid, epoch, 0, True), transactional_id=tid).error_code == 0
+    produce(raw, t, 0, 2)  # non-transactional records after the open transaction's start
+    assert raw.list_offset(t, 0, isolation=1) == 0
+    assert delete_records(raw, t, {0: 2}) == {0: (0, 2)}
+    p = raw.fetch(t, 0, 2, isolation=1)
+    assert (p.error_code, p.log_start_offset, p.last_stable_offset, p.high_watermark) == (0, 2, 2, 3)
+    assert raw.list_offset(t, 0, isolation=1) == 2
+    assert raw.end_txn(tid, pid, epoch, commit=False) == 0
+    assert raw.list_offset(t, 0, isolation=1) == 4
+
+
 def test_delete_records_kafka_python(broker, admin, raw, unique_topic):
     from kafka import TopicPartition
     import kafka.errors as Errors
