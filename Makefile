@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run test schema bench clean
+.PHONY: run test schema bench clean conformance-record
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(VENV)/.installed
 # Re-derive protocol/schema.json and protocol/errors.py from ../shared/kafka-protocol.
 schema:
 	$(PYTHON) tools/gen_protocol.py
+
+# Record tests/conformance/golden from a real Apache Kafka 4.1 (../reference, see
+# tests/conformance/README.md); ARGS='-k txn/' for some scenarios, ARGS=--check to compare.
+conformance-record: $(VENV)/.installed
+	cd tests && $(abspath $(PY)) -m conformance.record $(ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) bench/throughput.py $(ARGS)

@@ -56,6 +56,9 @@ class Broker:
         self.txn_coordinator = None
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
         self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
+        # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
+        self._flush_requests: dict = {}
+        self._flush_wakeup = trio.Event()
 
     # ------------------------------------------------------------ lifecycle
     def load(self) -> None:
@@ -96,8 +99,12 @@ class Broker:
                            self.txn_coordinator.expire_transactional_ids)
         nursery.start_soon(self._every, cfg["producer.id.expiration.check.interval.ms"], self._expire_producers)
         nursery.start_soon(self._every, cfg["log.retention.check.interval.ms"], self._retention)
-        # Kafka writes recovery-point checkpoints every 60 s; they only bound recovery work
-        nursery.start_soon(self._every, 60_000, self._checkpoint)
+        # Kafka's LogManager tasks: the log flusher (flush.ms) and the recovery-point checkpoint
+        # (it only bounds recovery work), first after log.initial.task.delay.ms
+        delay = cfg["log.initial.task.delay.ms"]
+        nursery.start_soon(self._every, cfg["log.flush.scheduler.interval.ms"], self._flush_dirty_logs, delay)
+        nursery.start_soon(self._every, cfg["log.flush.offset.checkpoint.interval.ms"], self._checkpoint, delay)
+        nursery.start_soon(self._flusher)
         if cfg["log.cleaner.enable"]:
             nursery.start_soon(self._every, max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs)
 
@@ -108,6 +115,45 @@ class Broker:
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.logs.checkpoint)
+
+    # ------------------------------------------------------------ flushing (fsync)
+    def _request_flush(self, lg, upto: int) -> None:
+        """A log asks for an fsync up to ``upto`` (storage calls this from append/roll)."""
+        if upto > self._flush_requests.get(lg, -1):
+            self._flush_requests[lg] = upto
+        self._flush_wakeup.set()
+
+    async def _flusher(self) -> None:
+        """Runs the asked-for flushes, one log at a time, each in a worker thread (Kafka's
+        asynchronous flush of a rolled segment)."""
+        while True:
+            await self._flush_wakeup.wait()
+            self._flush_wakeup = trio.Event()
+            requests, self._flush_requests = self._flush_requests, {}
+            for lg, upto in requests.items():
+                try:
+                    await self.flush_log(lg, upto)
+                except KafkaError as e:
+                    log.error("%s", e.message)
+
+    async def flush_log(self, lg, upto: int) -> None:
+        """fsync ``lg`` up to ``upto`` in a worker thread, never on the event loop.
+        KAFKA_STORAGE_ERROR if the disk fails."""
+        if lg.recovery_point >= upto:
+            return
+        try:
+            await trio.to_thread.run_sync(lg.flush, False, upto)
+        except OSError as e:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error while flushing log {lg.name}: {e}") from e
+
+    async def _flush_dirty_logs(self) -> None:
+        """Kafka's ``flushDirtyLogs``: fsync every log whose last flush is ``flush.ms`` old."""
+        for lg in self.logs.logs():
+            if lg.flush_due(now_ms()):
+                try:
+                    await self.flush_log(lg, lg.log_end_offset)
+                except KafkaError as e:
+                    log.error("%s", e.message)
 
     async def _clean_logs(self) -> None:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
@@ -135,13 +181,18 @@ class Broker:
                 log.exception("group coordinator tick failed")
             await trio.sleep(0.05)
 
-    async def _every(self, interval_ms: int, fn) -> None:
+    async def _every(self, interval_ms: int, fn, first_delay_ms: int | None = None) -> None:
+        """Run ``fn`` every ``interval_ms``, first after ``first_delay_ms`` (default: one
+        interval). Like Kafka's scheduler, an interval of 0 runs it once."""
+        await trio.sleep((interval_ms if first_delay_ms is None else first_delay_ms) / 1000)
         while True:
-            await trio.sleep(interval_ms / 1000)
             try:
                 await fn()
             except Exception:
                 log.exception("background task %s failed", getattr(fn, "__name__", fn))
+            if interval_ms <= 0:
+                return
+            await trio.sleep(interval_ms / 1000)
 
     async def _expire_producers(self) -> None:
         self.logs.expire_producers(now_ms(), self.config["producer.id.expiration.ms"])
@@ -168,6 +219,7 @@ class Broker:
         lg = self.logs.get_log(topic, partition)
         if lg is not None and lg.on_append is None:
             lg.on_append = self.notify_data
+            lg.on_flush_needed = self._request_flush
         return lg
 
     def create_topic(self, name: str, num_partitions: int | None = None, configs: dict | None = None):

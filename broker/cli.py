@@ -41,11 +41,16 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
 
     import trio
+    from storage.log_manager import LogDirLockedError
     from .main import run
     try:
         trio.run(run, config)
     except KeyboardInterrupt:
         pass
+    except LogDirLockedError as e:
+        # another broker owns log.dirs: nothing there was touched
+        print(f"minikafka: cannot start: {e}", file=sys.stderr)
+        sys.exit(1)
     except (OSError, BaseExceptionGroup) as e:
         # trio reports a failed bind (port in use, bad address) inside an exception group
         err = _first_os_error(e)

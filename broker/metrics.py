@@ -18,6 +18,8 @@ kafka_network_requestmetrics_requests_total{request}                   RequestMe
 kafka_network_requestmetrics_totaltime_seconds{request}                RequestMetrics TotalTimeMs as a histogram (seconds)
 kafka_coordinator_transaction_transactionalids{state}                  transactional ids known to the coordinator, per state
 kafka_server_socketservermetrics_connection_count                      open client connections
+kafka_log_logflushstats_logflushes_total                               LogFlushStats LogFlushRateAndTimeMs (count): fsync passes
+kafka_log_logflushstats_logflushtime_seconds_total                     LogFlushStats LogFlushRateAndTimeMs (time spent)
 =====================================================================  =========================================================
 
 The age of an open transaction on a partition runs from the earlier of the
@@ -39,6 +41,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from protocol import records as rec
 from protocol.schema import API_NAMES
+from storage.log import FLUSH_STATS
 
 log = logging.getLogger("minikafka.metrics")
 
@@ -182,6 +185,13 @@ class BrokerCollector:
         g = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count", "Open client connections")
         g.add_metric([], broker.metrics.connections)
         yield g
+
+        flushes = CounterMetricFamily("kafka_log_logflushstats_logflushes", "fsync passes over a log's unflushed data")
+        flushes.add_metric([], FLUSH_STATS.count)
+        yield flushes
+        spent = CounterMetricFamily("kafka_log_logflushstats_logflushtime_seconds", "Time spent in those fsyncs")
+        spent.add_metric([], FLUSH_STATS.seconds)
+        yield spent
 
 
 def make_registry(broker) -> CollectorRegistry:

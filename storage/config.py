@@ -163,7 +163,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("message.timestamp.before.max.ms", T.LONG, LONG_MAX, _at_least(0),
               (("log.message.timestamp.before.max.ms", 1),),
               "Maximum allowed amount a record timestamp may lie before the broker's time."),
-    ConfigDef("message.timestamp.after.max.ms", T.LONG, LONG_MAX, _at_least(0),
+    ConfigDef("message.timestamp.after.max.ms", T.LONG, 3600000, _at_least(0),
               (("log.message.timestamp.after.max.ms", 1),),
               "Maximum allowed amount a record timestamp may lie after the broker's time."),
     ConfigDef("leader.replication.throttled.replicas", T.LIST, [], _throttled_replicas,
@@ -279,7 +279,7 @@ class LogConfig:
     preallocate: bool = False
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3600000
     leader_replication_throttled_replicas: tuple = ()
     follower_replication_throttled_replicas: tuple = ()
     remote_storage_enable: bool = False
@@ -402,6 +402,11 @@ class ConfigEntry(NamedTuple):
     synonyms: tuple[ConfigSynonym, ...]
 
 
+# broker properties that Kafka defines without a default value: DescribeConfigs lists no
+# DEFAULT_CONFIG synonym for them (flush.ms falls back to log.flush.scheduler.interval.ms)
+_BROKER_PROPS_WITHOUT_DEFAULT = frozenset({"log.flush.interval.ms"})
+
+
 def describe_configs(config: LogConfig, names: list[str] | None = None,
                      include_synonyms: bool = False) -> list[ConfigEntry]:
     """DescribeConfigs entries for a topic with effective ``config``.
@@ -430,7 +435,7 @@ def describe_configs(config: LogConfig, names: list[str] | None = None,
             if d.name in config.broker_overrides:
                 prop, raw = config.broker_overrides[d.name]
                 synonyms.append(ConfigSynonym(prop, raw, ConfigSource.STATIC_BROKER_CONFIG))
-            if d.broker_synonyms:
+            if d.broker_synonyms and d.broker_synonyms[0][0] not in _BROKER_PROPS_WITHOUT_DEFAULT:
                 dflt = getattr(defaults, d.attr)
                 synonyms.append(ConfigSynonym(d.broker_synonyms[0][0],
                                               format_value(d, list(dflt) if d.type == ConfigType.LIST else dflt),

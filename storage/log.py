@@ -12,24 +12,37 @@ rebuild (latest snapshot + replay of the log tail) on load and truncation.
 
 Single-threaded by design (the broker owns each log from one trio task);
 :meth:`UnifiedLog.flush` alone may run in a worker thread concurrently.
+
+Flushing (fsync) is Kafka's: nothing is fsynced per write by default (an
+acknowledged append is in the page cache, which survives a process crash).
+``flush.messages`` asks for an fsync once that many messages are past the
+recovery point, ``flush.ms`` (checked by the broker's log flusher) once that
+long has passed since the last fsync, and every roll asks for the finished
+segment to be fsynced. The log only *asks* (``on_flush_needed``); the broker
+runs :meth:`UnifiedLog.flush` in a worker thread, and a produce waits for it
+when its own append asked (``AppendResult.flush_needed``), as Kafka flushes
+before it answers. A flush advances the recovery point: recovery after an
+unclean shutdown rescans only the segments from the one holding it.
 """
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
 import time
 from bisect import bisect_right
 from typing import Callable, NamedTuple
 
 from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
-from storage.checkpoint import (read_partition_metadata, write_partition_metadata)
-from storage.config import COMPRESSION_CODECS, LONG_MAX, LogConfig
+from storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
+from storage.config import COMPRESSION_CODECS, LogConfig
 from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
-from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker
+from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from storage.transaction_index import AbortedTxn
+from storage.validator import validate_client_batch, validate_records
 from storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
                              SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
@@ -42,12 +55,30 @@ _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
 LEADER_EPOCH = 0
 
 
+class FlushStats:
+    """Kafka's ``LogFlushStats`` (LogFlushRateAndTimeMs): fsync passes of all logs and their time."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+        self.seconds = 0.0
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self.count += 1
+            self.seconds += seconds
+
+
+FLUSH_STATS = FlushStats()
+
+
 class AppendResult(NamedTuple):
     base_offset: int           # offset assigned to the first record
     last_offset: int           # offset of the last record
     log_append_time_ms: int    # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     num_records: int
+    flush_needed: bool = False  # flush.messages reached: fsync before answering (Kafka flushes in append)
 
 
 class ReadResult(NamedTuple):
@@ -80,13 +111,16 @@ class UnifiedLog:
         self.topic_id = topic_id
         self.leader_epoch = LEADER_EPOCH
         self.on_append: Callable[[], None] | None = None
+        # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
+        # segment) and when flush.messages is reached. None: flush.messages flushes in append
+        self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
         # called (with the log) when the log start offset advances, so it can be checkpointed
         self.on_log_start_offset_change: Callable[["UnifiedLog"], None] | None = None
         self.producer_state = ProducerStateManager(dir_path, topic, partition)
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self._unflushed_messages = 0
         self._last_flush_ms = int(time.time() * 1000)
+        self._flush_lock = threading.Lock()  # one fsync pass at a time; the recovery point only grows
         self._closed = False
         os.makedirs(dir_path, exist_ok=True)
         if topic_id is not None:
@@ -181,6 +215,8 @@ class UnifiedLog:
                 if seg.base_offset in swapped:
                     truncated = seg.recover()
                 elif i >= first_unflushed and not had_clean_shutdown:
+                    log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
+                             i - first_unflushed, len(segments) - first_unflushed, self.name)
                     missing = self._missing_index_files(seg)
                     if missing:
                         log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
@@ -268,15 +304,15 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              "Produce requests with version 3 and above must have at least one record batch")
         batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
-        if is_from_client:
-            for _, h in batches:
-                _validate_client_batch(h, self.name)
-            if config.compact_enabled:
-                _validate_keys_for_compaction(buf, batches, self.name)
-        if config.message_timestamp_type == "CreateTime" and (
-                config.message_timestamp_before_max_ms != LONG_MAX or config.message_timestamp_after_max_ms != LONG_MAX):
-            for _, h in batches:
-                _validate_timestamps(h, now_ms, config, self.name)
+        try:
+            if is_from_client:
+                for _, h in batches:
+                    validate_client_batch(h, self.name)
+            validate_records(buf, batches, config, now_ms, self.name, is_from_client and config.compact_enabled)
+        except KafkaError as e:
+            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord)
+            e.log_start_offset = self.log_start_offset
+            raise
         if config.compression_type != "producer":
             buf, batches = _recompress(buf, batches, config)
 
@@ -315,7 +351,11 @@ class UnifiedLog:
         # ---- producer state (idempotence / transactions): validate before the write ----
         prepared = None
         if has_pid:
-            prepared = self.producer_state.analyze_append(buf, batches, meta, is_from_client)
+            try:
+                prepared = self.producer_state.analyze_append(buf, batches, meta, is_from_client)
+            except KafkaError as e:
+                e.log_start_offset = self.log_start_offset
+                raise
             if prepared.__class__ is DuplicateBatch:
                 return AppendResult(prepared.first_offset, prepared.last_offset, prepared.log_append_time_ms,
                                     self.log_start_offset, num_records)
@@ -330,13 +370,18 @@ class UnifiedLog:
             # entries, ongoing transactions; aborted ones indexed in the segment holding the marker
             self.producer_state.apply_append(prepared, seg.txn_index)
 
-        self._unflushed_messages += num_records
-        if self._unflushed_messages >= config.flush_messages:
-            self.flush()
+        # Kafka's check: unflushed messages = log end offset - recovery point
+        flush_needed = offset - self.recovery_point >= config.flush_messages
+        if flush_needed:
+            if self.on_flush_needed is not None:
+                self.on_flush_needed(self, offset)
+            else:
+                self.flush()
+                flush_needed = False
         if self.on_append is not None:
             self.on_append()
         return AppendResult(first_offset, offset - 1, now_ms if log_append else -1, self.log_start_offset,
-                            num_records)
+                            num_records, flush_needed)
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, max_offset: int, now_ms: int) -> bool:
         """Kafka's ``LogSegment.shouldRoll``."""
@@ -363,6 +408,10 @@ class UnifiedLog:
         self.producer_state.take_snapshot(new_base)
         seg = self._add_segment(new_base)
         log.debug("Rolled new log segment %s at offset %d", self.name, new_base)
+        if self.on_flush_needed is not None:
+            # Kafka's roll: the finished segment (and the snapshot) are fsynced asynchronously and
+            # the recovery point advanced to the new segment, so recovery need not rescan them
+            self.on_flush_needed(self, new_base)
         return seg
 
     # ------------------------------------------------------------------ read
@@ -461,7 +510,7 @@ class UnifiedLog:
         if start < leo:
             self._replay_producer_state(start, leo)
         if snap is not None and snap < self.log_start_offset:
-            ps.on_log_start_offset_incremented(self.log_start_offset)
+            ps.on_log_start_offset_incremented(self.log_start_offset, leo)
 
     def _replay_producer_state(self, start: int, end: int) -> None:
         ps = self.producer_state
@@ -553,7 +602,7 @@ class UnifiedLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"Invalid offset {offset} for DeleteRecords")
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self.producer_state.on_log_start_offset_incremented(offset)
+            self.producer_state.on_log_start_offset_incremented(offset, self.next_offset)
             self._delete_log_start_offset_breached_segments()
             self._log_start_offset_changed()
         return self.log_start_offset
@@ -625,7 +674,7 @@ class UnifiedLog:
         self._bases = [s.base_offset for s in self.segments]
         if self.segments[0].base_offset > self.log_start_offset:
             self.log_start_offset = self.segments[0].base_offset
-            self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+            self.producer_state.on_log_start_offset_incremented(self.log_start_offset, self.next_offset)
             self._log_start_offset_changed()
         return len(deletable)
 
@@ -652,28 +701,45 @@ class UnifiedLog:
         self._rebuild_producer_state()
 
     # ------------------------------------------------------------------ flush / close
-    def flush(self, data_only: bool = False) -> None:
-        """fsync every segment that may hold data past the recovery point, then advance it.
-        Safe to run in a worker thread while the owner keeps appending. With
-        ``data_only`` the index files are not synced (recovery rebuilds them from the
-        data), which is what a latency-sensitive commit point needs."""
-        end = self.next_offset
-        segments = list(self.segments)
-        bases = [s.base_offset for s in segments]
-        start = max(0, bisect_right(bases, self.recovery_point) - 1)
-        for seg in segments[start:]:
-            seg.flush(data_only)
-        if end > self.recovery_point:
-            self.recovery_point = end
-        self._unflushed_messages = 0
-        self._last_flush_ms = int(time.time() * 1000)
+    @property
+    def unflushed_messages(self) -> int:
+        """Kafka's ``unflushedMessages``: offsets past the recovery point."""
+        return self.next_offset - self.recovery_point
 
-    def maybe_flush(self, now_ms: int) -> bool:
-        """Flush if ``flush.ms`` has elapsed since the last flush (for a periodic task)."""
-        if self.config.flush_ms != LONG_MAX and now_ms - self._last_flush_ms >= self.config.flush_ms:
-            self.flush()
-            return True
-        return False
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    def flush(self, data_only: bool = False, upto: int | None = None) -> None:
+        """fsync what lies between the recovery point and ``upto`` (default: the log end
+        offset), then advance the recovery point to it. Safe to run in a worker thread while
+        the owner keeps appending; concurrent calls take turns, and a call finding its range
+        already flushed returns at once. With ``data_only`` the index files are not synced
+        (recovery rebuilds them from the data), which is what a latency-sensitive commit
+        point needs."""
+        with self._flush_lock:
+            end = self.next_offset if upto is None else min(upto, self.next_offset)
+            if end <= self.recovery_point:
+                return
+            t0 = time.monotonic()
+            segments = list(self.segments)
+            bases = [s.base_offset for s in segments]
+            start = max(0, bisect_right(bases, self.recovery_point) - 1)
+            for seg in segments[start:]:
+                if seg.base_offset >= end:
+                    break
+                seg.flush(data_only)
+            snap = self.producer_state.latest_snapshot_offset()
+            if snap is not None and self.recovery_point < snap <= end:
+                fsync_path(snapshot_path(self.dir, snap))
+            self.recovery_point = end
+            self._last_flush_ms = int(time.time() * 1000)
+            FLUSH_STATS.record(time.monotonic() - t0)
+
+    def flush_due(self, now_ms: int) -> bool:
+        """``flush.ms`` has passed since the last flush and something is unflushed (Kafka's
+        log flusher checks this every ``log.flush.scheduler.interval.ms``)."""
+        return now_ms - self._last_flush_ms >= self.config.flush_ms and self.recovery_point < self.next_offset
 
     def close(self) -> None:
         if self._closed:
@@ -693,56 +759,6 @@ class UnifiedLog:
     def __repr__(self) -> str:
         return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
                 f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
-
-
-# ---------------------------------------------------------------------------
-# validation helpers (Kafka's LogValidator checks that need no record decoding)
-# ---------------------------------------------------------------------------
-
-def _validate_client_batch(h: rec.BatchHeader, name: str) -> None:
-    count = h.records_count
-    if count <= 0:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Invalid reported count for record batch: {count} in topic partition {name}.")
-    if h.last_offset_delta + 1 != count:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Inconsistent batch offset range [{h.base_offset}, {h.last_offset}] and count of records "
-                         f"{count} in topic partition {name}.")
-    if h.attributes & rec.CONTROL_FLAG:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Clients are not allowed to write control records in topic partition {name}.")
-    if h.producer_id >= 0 and h.base_sequence < 0:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         f"Invalid sequence number {h.base_sequence} in record batch with producerId "
-                         f"{h.producer_id} in topic partition {name}.")
-
-
-def _validate_keys_for_compaction(buf, batches, name: str) -> None:
-    """Kafka's LogValidator: a compacted topic refuses records without a key (INVALID_RECORD)."""
-    for pos, h in batches:
-        if h.attributes & rec.CONTROL_FLAG:
-            continue
-        _, records = rec.decode_batch(buf, pos)
-        for r in records:
-            if r.key is None:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Compacted topic cannot accept message without key in topic partition {name}.")
-
-
-def _validate_timestamps(h: rec.BatchHeader, now_ms: int, config: LogConfig, name: str) -> None:
-    """Batch-level approximation of Kafka's per-record timestamp check: the max
-    timestamp against ``message.timestamp.after.max.ms`` and the base (first)
-    timestamp against ``message.timestamp.before.max.ms``."""
-    if h.attributes & rec.TIMESTAMP_TYPE_MASK:
-        return
-    if h.max_timestamp >= 0 and h.max_timestamp - now_ms > config.message_timestamp_after_max_ms:
-        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                         f"Timestamp {h.max_timestamp} of message is out of range for {name}: more than "
-                         f"{config.message_timestamp_after_max_ms} ms after the broker's time {now_ms}")
-    if h.base_timestamp >= 0 and now_ms - h.base_timestamp > config.message_timestamp_before_max_ms:
-        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                         f"Timestamp {h.base_timestamp} of message is out of range for {name}: more than "
-                         f"{config.message_timestamp_before_max_ms} ms before the broker's time {now_ms}")
 
 
 def _recompress(buf: bytearray, batches, config: LogConfig):

@@ -3,7 +3,8 @@
 Per log dir: ``meta.properties`` (version, node.id, cluster.id, directory.id),
 ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
 ``replication-offset-checkpoint``, ``.kafka_cleanshutdown`` (written by
-:meth:`LogManager.close`, removed after the next load), and one
+:meth:`LogManager.close`, removed after the next load), ``.lock`` (held
+exclusively while a broker uses the dir, see :class:`DirLock`), and one
 ``<topic>-<partition>`` directory per partition.
 
 Topic metadata (id, partition count, config overrides) is what Kafka keeps in
@@ -12,6 +13,7 @@ log dir (our analogue of ``metadata.log.dir``), written atomically.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -35,6 +37,54 @@ log = logging.getLogger("minikafka.storage")
 TOPICS_FILE = "minikafka-topics.json"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+LOCK_FILE = ".lock"
+
+
+class LogDirLockedError(RuntimeError):
+    """Another process holds a log dir's ``.lock``: this broker must not start."""
+
+
+class DirLock:
+    """Kafka's ``FileLock`` on ``<log.dir>/.lock``: an exclusive POSIX record lock
+    (``fcntl``, as Java's ``FileChannel.tryLock``), held for the process lifetime so
+    that two brokers never write one directory. The kernel drops it when the holder
+    dies, even by ``kill -9``, so a stale file never blocks a restart. The holder
+    writes its pid into the file, so the refusal can name it."""
+
+    def __init__(self, log_dir: str):
+        self.log_dir = log_dir
+        self.path = os.path.join(log_dir, LOCK_FILE)
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file {LOCK_FILE} in {self.log_dir}. A Kafka instance in another "
+                f"process or thread is using this directory"
+                + (f" (pid {holder})." if holder else ".")) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the lock
+            self._fd = None
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 class TopicInfo(NamedTuple):
@@ -77,14 +127,24 @@ class LogManager:
         self._configs: dict[str, LogConfig] = {}
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
         self._log_dir_of: dict[tuple[str, int], str] = {}
+        self._locks: list[DirLock] = []
         self._loaded = False
         self._closed = False
 
     # ------------------------------------------------------------------ load
     def load(self) -> None:
-        """Create/validate the log dirs and meta.properties, then load and recover every partition."""
+        """Lock the log dirs, create/validate them and meta.properties, then load and recover every
+        partition. LogDirLockedError if another process holds a dir's lock: nothing in the dir
+        has been read or written then."""
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
+            lock = DirLock(d)
+            try:
+                lock.acquire()
+            except LogDirLockedError:
+                self.release_locks()
+                raise
+            self._locks.append(lock)
         self._load_meta_properties()
         topics_store = self._read_topics_store()
         for d in self.log_dirs:
@@ -422,3 +482,10 @@ class LogManager:
         self._closed = True
         for d in self.log_dirs:
             write_clean_shutdown(d)
+        self.release_locks()
+
+    def release_locks(self) -> None:
+        """Let another broker use the dirs (after :meth:`close`; the process exit does it too)."""
+        for lock in self._locks:
+            lock.release()
+        self._locks = []

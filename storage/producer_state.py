@@ -26,8 +26,8 @@ Snapshots ``<offset 20 digits>.snapshot`` use Kafka's exact layout
     int64 lastOffset, int32 offsetDelta, int64 timestamp, int32 coordinatorEpoch,
     int64 currentTxnFirstOffset }
 
-They are written on segment roll and on close (at the log end offset); the
-latest two are kept. On load the latest valid snapshot at or below the log
+They are written on segment roll, on close and when the log start offset
+moves (at the log end offset); the latest two are kept. On load the latest valid snapshot at or below the log
 end offset is read and the log tail replayed (:meth:`replay_batch`, Kafka's
 ``AppendOrigin.REPLICATION``: nothing is refused, state is just rebuilt).
 """
@@ -502,16 +502,19 @@ class ProducerStateManager:
             del self.producers[pid]
         return len(expired)
 
-    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
-        """Retention / DeleteRecords removed data below ``log_start_offset``: producers whose
-        last batch is gone lose their state (no open transaction), and snapshots below the
-        log start are no longer needed."""
-        gone = [pid for pid, e in self.producers.items()
-                if e.current_txn_first_offset < 0 and e.last_data_offset < log_start_offset]
-        for pid in gone:
-            del self.producers[pid]
-        keep_from = self._latest_snapshot_at_or_below(log_start_offset)
-        for off in [o for o in self.snapshots if o < log_start_offset and o != keep_from]:
+    def on_log_start_offset_incremented(self, log_start_offset: int, log_end_offset: int) -> None:
+        """Retention or DeleteRecords moved the log start offset (Kafka's
+        ``onLogStartOffsetIncremented``). Producer state is kept, batch metadata included,
+        whatever the log start offset does: since KIP-360 only ``producer.id.expiration.ms``
+        removes a producer, so a retry of a batch that is now below the log start is still a
+        duplicate (answered with its original offsets), not a new write.
+
+        Snapshots below the new log start are replaced by one at the log end offset, so that
+        a restart (clean, or after ``kill -9``: the page cache keeps the file) replays from
+        there and still knows these producers. Kafka deletes snapshots at or below the log
+        start offset when it reloads, and so may forget them on restart."""
+        self.take_snapshot(log_end_offset)
+        for off in [o for o in self.snapshots if o < log_start_offset]:
             self._delete_snapshot(off)
 
     # ------------------------------------------------------------------ snapshots / lifecycle

@@ -1,6 +1,7 @@
 """Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets."""
 from protocol import records as rec
 from protocol.errors import ErrorCode, KafkaError
+from storage.validator import RecordValidationError
 from .common import CloseConnection, resolve_topic
 
 API_KEY = 0
@@ -43,11 +44,21 @@ async def handle(conn, header, req):
                 lg = broker.require_log(name, p.index)
                 _check_single_batch(p.records)
                 res = broker.append_records(lg, p.records, req.transactional_id)
+                if res.flush_needed:
+                    # flush.messages reached by this append: Kafka fsyncs before it answers
+                    await broker.flush_log(lg, res.last_offset + 1)
                 r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
                          log_start_offset=res.log_start_offset)
             except KafkaError as e:
                 failed = True
-                r.update(error_code=int(e.code), error_message=e.message)
+                # Kafka sends error_message and record_errors (v8+) only for per-record validation
+                # failures (RecordValidationException); other errors carry just the code. The log
+                # start offset comes with errors found by the log's validation.
+                r.update(error_code=int(e.code), log_start_offset=getattr(e, "log_start_offset", -1))
+                if isinstance(e, RecordValidationError):
+                    r.update(error_message=e.message,
+                             record_errors=[{"batch_index": i, "batch_index_error_message": m}
+                                            for i, m in e.record_errors])
             parts.append(r)
         responses.append({"name": t.name, "topic_id": t.topic_id, "partition_responses": parts})
     if acks == 0:

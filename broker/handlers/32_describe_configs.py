@@ -11,18 +11,25 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 # ConfigSource / ConfigType values from DescribeConfigsResponse
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
+# "*.ms" keys Kafka types INT (the rest of "*.ms" are LONG)
+# Kafka's internal keys: accepted, never described
+_INTERNAL = frozenset({"log.initial.task.delay.ms"})
+_INT_MS = frozenset({"log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms"})
 
 
 def _broker_configs(broker):
     out = []
     for key, (parser, default, _, doc) in DEFS.items():
+        if key in _INTERNAL:
+            continue
         value = broker.config[key]
         if isinstance(value, list):
             text, ctype = ",".join(value), TYPE_LIST
         elif isinstance(value, bool):
             text, ctype = str(value).lower(), TYPE_BOOLEAN
         elif isinstance(value, int):
-            text, ctype = str(value), TYPE_LONG if abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX else TYPE_INT
+            text, ctype = str(value), TYPE_LONG if (abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX) \
+                and key not in _INT_MS else TYPE_INT
         elif isinstance(value, float):
             text, ctype = str(value), TYPE_DOUBLE
         else:

@@ -16,8 +16,11 @@
 """
 from __future__ import annotations
 
+import os
 import random
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -232,3 +235,49 @@ def test_sigterm_is_clean_and_keeps_data(broker_factory, unique_topic):
     records = consume("confluent-kafka", b.bootstrap, topic, PARTITIONS, n, timeout=60)
     verify_records(records, "s", n, ts, PARTITIONS, context=b.describe())
     _check_positions(records, sent, "s", b.describe())
+
+
+def _dir_state(root) -> dict:
+    """name -> (size, mtime_ns, bytes) of every file under ``root``: any write shows."""
+    out = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            st = os.stat(p)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns, fh.read())
+    return out
+
+
+def test_second_broker_on_the_same_log_dirs_refuses_to_start(broker_factory, unique_topic):
+    """Kafka locks ``<log.dir>/.lock``; a second instance exits with "Failed to acquire lock on
+    file .lock in DIR". The refusal must come before anything in the dir is read or written,
+    and a kill -9'd holder must not leave the dir locked."""
+    from harness import REPO_ROOT, free_port
+    from rawclient import RawClient, make_batch
+
+    a = broker_factory()
+    topic = unique_topic("lock")
+    with RawClient.to(a.bootstrap) as c:
+        assert c.create_topic(topic, 1) == 0
+        for i in range(3):
+            assert c.produce(topic, 0, make_batch([b"v%d" % i]), acks=-1).error_code == 0
+    before = _dir_state(a.data_dir)
+
+    cmd = [sys.executable, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+           "--override", f"log.dirs={a.data_dir}"]
+    second = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=20)
+    out = (second.stdout + second.stderr).strip()
+    assert second.returncode == 1, f"second broker exited {second.returncode}: {out}" + a.describe()
+    assert out.count("\n") == 0 and "Traceback" not in out, out
+    assert f"Failed to acquire lock on file .lock in {a.data_dir}" in out and f"pid {a.pid}" in out, out
+    assert _dir_state(a.data_dir) == before, "the refused broker touched the data dir"
+
+    # the first broker is undisturbed, and a crash releases the lock
+    with RawClient.to(a.bootstrap) as c:
+        assert c.produce(topic, 0, make_batch([b"v3"]), acks=-1).base_offset == 3
+    a.kill()
+    a.start()
+    with RawClient.to(a.bootstrap) as c:
+        _, batches = c.fetch_all(topic, 0)
+    assert [r.value for _, recs in batches for r in recs] == [b"v0", b"v1", b"v2", b"v3"]

@@ -10,6 +10,8 @@
    4 partitions while the broker is killed and restarted twice: every record
    is there exactly once, in order per partition (slow).
 4. Producer ids stay unique across 3 restarts.
+5. DeleteRecords past a producer's last batch keeps its state (KIP-360): the retry
+   is a duplicate, live, after a clean restart and after kill -9.
 """
 from __future__ import annotations
 
@@ -179,6 +181,51 @@ def test_retry_after_segment_roll_and_restart_is_a_duplicate(broker_factory, uni
             assert (r.error_code, r.base_offset) == (0, off), b.describe()
         assert c.list_offset(topic, 0) == offset
         assert c.produce(topic, 0, make_batch([b"next"], pid, 0, seq)).base_offset == offset
+
+
+def _describe_producers(c: RawClient, topic: str) -> list[tuple[int, int, int]]:
+    r = c.request(61, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]}).topics[0].partitions[0]
+    assert r.error_code == 0, r
+    return [(p.producer_id, p.producer_epoch, p.last_sequence) for p in r.active_producers]
+
+
+@pytest.mark.parametrize("how", ["live", "clean", "kill"])
+def test_retry_after_log_start_offset_moved_past_it_is_a_duplicate(broker_factory, unique_topic, how):
+    """Kafka (KIP-360) keeps producer state until producer.id.expiration.ms whatever the log
+    start offset does: after DeleteRecords past a producer's last batch, DescribeProducers still
+    lists it and a retry of any retained batch is answered with its original offsets (reference
+    Kafka 4.1: base offsets 4, 0, 2 and log_start_offset 6), nothing appended."""
+    b = broker_factory()
+    topic = unique_topic(f"lso-{how}")
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic) == 0
+        pid, _ = new_producer(c)
+        sent = [batch(pid, 2 * i) for i in range(3)]
+        for i, bt in enumerate(sent):
+            assert c.produce(topic, 0, bt).base_offset == 2 * i
+        before = _describe_producers(c, topic)
+        assert before == [(pid, 0, 5)]
+        body = {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": -1}]}], "timeout_ms": 5000}
+        d = c.request(21, 2, body).topics[0].partitions[0]
+        assert (d.error_code, d.low_watermark) == (0, 6)
+        assert _describe_producers(c, topic) == before
+        if how == "live":
+            for i in (2, 0, 1):
+                r = c.produce(topic, 0, sent[i])
+                assert (r.error_code, r.base_offset, r.log_start_offset) == (0, 2 * i, 6), r
+    if how != "live":
+        b.restart(kill=how == "kill")
+    with RawClient.to(b.bootstrap) as c:
+        assert _describe_producers(c, topic) == before, b.describe()
+        # the snapshot keeps the last batch of each producer (Kafka's format), so that is the one
+        # recognised after a restart
+        r = c.produce(topic, 0, sent[2])
+        assert (r.error_code, r.base_offset, r.log_start_offset) == (0, 4, 6), r
+        assert c.list_offset(topic, 0) == 6, "a retry was appended again"
+        assert c.produce(topic, 0, batch(pid, 8)).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert c.produce(topic, 0, batch(pid, 6)).base_offset == 6
+        _, batches = c.fetch_all(topic, 0, start=6)
+        assert [r.value for _, recs in batches for r in recs] == [b"v-6", b"v-7"]
 
 
 # ------------------------------------------------------------------ criterion 4

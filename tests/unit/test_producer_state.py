@@ -269,7 +269,7 @@ def test_expiry_keeps_open_transactions(log):
     assert log.append(data(40, pid=1)).base_offset == 6
 
 
-def test_retention_drops_producers_and_index_entries_of_deleted_segments(tmp_path):
+def test_retention_keeps_producers_and_drops_index_entries_of_deleted_segments(tmp_path):
     log = open_log(tmp_path / "t-0", cfg(segment_bytes=1000))
     log.append(data(0, pid=1, txn=True, size=300))
     end_txn(log, False, pid=1)
@@ -282,7 +282,12 @@ def test_retention_drops_producers_and_index_entries_of_deleted_segments(tmp_pat
     cut = log.segments[-1].base_offset
     log.delete_records_before(cut)
     assert log.log_start_offset == cut and not os.path.exists(first_seg_txnindex)
-    assert sorted(e.producer_id for e in log.active_producers()) == [3]
+    # KIP-360: only producer.id.expiration.ms removes a producer, and a retry is still a duplicate
+    assert sorted(e.producer_id for e in log.active_producers()) == [1, 2, 3]
+    assert log.append(data(0, pid=2, size=300)).base_offset < cut
+    # the state is in a snapshot at the log end offset, and none is left below the log start
+    snaps = log.producer_state.snapshots
+    assert snaps[-1] == log.log_end_offset and min(snaps) >= cut
     assert log.aborted_transactions(cut, log.log_end_offset) == []
     log.close()
 

@@ -342,3 +342,30 @@ def test_truncate_to(tmp_path):
     assert log.log_end_offset == 12
     assert [h.base_offset for h, _ in read_all(log)] == list(range(12))
     assert log.append(batch(1)).base_offset == 12
+
+
+def test_flush_asks_on_roll_and_at_flush_messages_and_advances_the_recovery_point(tmp_path):
+    log = make_log(tmp_path, segment_bytes=1500, flush_messages=7)
+    asked = []
+    log.on_flush_needed = lambda lg, upto: asked.append(upto)
+    results = [log.append(batch(n=3)) for _ in range(3)]      # 9 messages: 9 - 0 >= 7 at the third
+    assert [r.flush_needed for r in results] == [False, False, True] and asked == [9]
+    assert log.recovery_point == 0                             # the broker flushes, in a worker thread
+    log.flush(upto=6)
+    assert log.recovery_point == 6 and log.unflushed_messages == 3
+    log.flush(upto=3)                                          # never backwards
+    assert log.recovery_point == 6
+    asked.clear()
+    while log.num_segments() < 2:
+        log.append(batch(n=1))
+    assert asked[0] == log.active_segment.base_offset          # the roll asks for the finished segment
+    log.flush()
+    assert log.recovery_point == log.log_end_offset and not log.flush_due(10**15)
+    log.close()
+
+
+def test_flush_messages_without_a_broker_flushes_in_append(tmp_path):
+    log = make_log(tmp_path, flush_messages=2)
+    assert not log.append(batch(n=1)).flush_needed and log.recovery_point == 0
+    assert not log.append(batch(n=1)).flush_needed and log.recovery_point == 2
+    log.close()

@@ -1,0 +1,285 @@
+"""The scenario language: short, readable sequences of raw Kafka requests.
+
+A scenario names its topics and ids with placeholders (``"{t}"``, ``"{tx}"``,
+``"{g}"``); the runner turns each into a unique real name per run and turns
+them back in what it records. Values captured from earlier responses are
+``Ref``s: ``ref("a.producer_epoch")`` is the ``producer_epoch`` of the response
+saved as ``a``; ``ref("a.producer_epoch") - 1`` is one less.
+
+    Scenario("txn/init/fenced_zombie_retries_v4", "what it shows", steps=[
+        init_pid("a"),                       # InitProducerId for {tx}, saved as "a"
+        init_pid("b"),                       # a second instance fences the first
+        init_pid("a2", pid=ref("a.producer_id"), epoch=ref("a.producer_epoch")),
+    ])
+
+Each step records Kafka's response; the conformance test replays the steps
+against minikafka and compares the normalized responses field by field.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+ApiKey = int
+
+
+class Ref:
+    """A value taken from an earlier saved response (``"name.path.0.field"``), plus a delta."""
+
+    def __init__(self, path: str, delta: int = 0):
+        self.path, self.delta = path, delta
+
+    def __add__(self, n: int) -> "Ref":
+        return Ref(self.path, self.delta + n)
+
+    def __sub__(self, n: int) -> "Ref":
+        return Ref(self.path, self.delta - n)
+
+    def resolve(self, saved: dict) -> Any:
+        name, *parts = self.path.split(".")
+        if name not in saved:
+            raise KeyError(f"no response saved as {name!r} (for {self.path})")
+        value = saved[name]
+        for p in parts:
+            value = value[int(p)] if p.isdigit() else value[p]
+        return value + self.delta if self.delta else value
+
+    def __repr__(self) -> str:
+        return f"ref({self.path!r}){' %+d' % self.delta if self.delta else ''}"
+
+
+def ref(path: str) -> Ref:
+    return Ref(path)
+
+
+@dataclass
+class Topic:
+    partitions: int = 1
+    configs: dict = field(default_factory=dict)
+    # a "held" topic: markers to it cannot be written (its leader is offline in Kafka;
+    # MINIKAFKA_FAULT_HOLD_MARKERS in minikafka), so transactions touching it stay Prepare*
+    held: bool = False
+
+
+@dataclass
+class Batch:
+    """A record batch built at run time (timestamps are the current time)."""
+    values: list
+    pid: Any = -1
+    epoch: Any = -1
+    seq: Any = -1
+    transactional: bool = False
+    keys: list | None = None
+    control: str | None = None      # "COMMIT" / "ABORT": a control batch (as a client should never send)
+    coordinator_epoch: int = 0
+
+
+@dataclass
+class Call:
+    api: ApiKey
+    version: int
+    body: dict
+    save: str | None = None
+    label: str = ""
+    conn: str = "main"
+    # resend while any error_code in the response is one of these (a state Kafka leaves on its
+    # own, e.g. markers still being written); only the final answer is recorded
+    retry_while: tuple = ()
+    # poll until every "path" equals its value (a list: any of them); only the final answer is recorded
+    until: dict | None = None
+    timeout_s: float = 60.0
+
+
+@dataclass
+class Restart:
+    kill: bool = False   # False: clean shutdown (SIGTERM); True: kill -9
+    label: str = ""
+
+
+@dataclass
+class Scenario:
+    name: str                      # "area/what/variant": also the golden file's path
+    doc: str
+    steps: list
+    topics: dict = field(default_factory=lambda: {"t": Topic()})
+    # broker settings (Kafka's names) for both brokers; scenarios with the same settings share one
+    broker: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)+", self.name):
+            raise ValueError(f"scenario name {self.name!r}: lower-case words separated by /")
+
+    @property
+    def config_key(self) -> tuple:
+        """Scenarios with the same key share a broker. A scenario that restarts the broker
+        gets one of its own: a restart bumps leader and coordinator epochs, which would make
+        the answers of the scenarios after it depend on which ran before."""
+        key = tuple(sorted(self.broker.items()))
+        if self.own_broker:
+            key += (("<own broker>", self.name),)
+        return key
+
+    @property
+    def own_broker(self) -> bool:
+        return any(isinstance(s, Restart) for s in self.steps)
+
+    @property
+    def needs_held(self) -> bool:
+        return any(t.held for t in self.topics.values())
+
+
+# --------------------------------------------------------------------------- requests
+
+def call(api: int, version: int, body: dict, **kw) -> Call:
+    return Call(api, version, body, **kw)
+
+
+def _who(who: str | None, pid, epoch):
+    if who is not None:
+        return ref(f"{who}.producer_id") if pid is None else pid, ref(f"{who}.producer_epoch") if epoch is None else epoch
+    return (-1 if pid is None else pid), (-1 if epoch is None else epoch)
+
+
+def init_pid(save: str | None = None, txn: str | None = "{tx}", v: int = 4, timeout_ms: int = 60000,
+             pid: Any = -1, epoch: Any = -1, **kw) -> Call:
+    """InitProducerId; ``txn=None`` for an idempotent producer."""
+    return Call(22, v, {"transactional_id": txn, "transaction_timeout_ms": timeout_ms,
+                        "producer_id": pid, "producer_epoch": epoch}, save=save, **kw)
+
+
+def _parts(parts) -> list[tuple[str, int]]:
+    """``"{t}"`` -> [("{t}", 0)]; ``[("{t}", 0), ("{u}", 1)]`` as is."""
+    if isinstance(parts, str):
+        return [(parts, 0)]
+    return list(parts)
+
+
+def _by_topic(parts) -> list[tuple[str, list[int]]]:
+    out: dict[str, list[int]] = {}
+    for t, p in _parts(parts):
+        out.setdefault(t, []).append(p)
+    return list(out.items())
+
+
+def add_partitions(who: str | None, parts="{t}", txn: str = "{tx}", v: int = 3, verify_only: bool = False,
+                   pid: Any = None, epoch: Any = None, **kw) -> Call:
+    pid, epoch = _who(who, pid, epoch)
+    if v <= 3:
+        return Call(24, v, {"v3_and_below_transactional_id": txn, "v3_and_below_producer_id": pid,
+                            "v3_and_below_producer_epoch": epoch,
+                            "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in _by_topic(parts)]},
+                    **kw)
+    return Call(24, v, {"transactions": [{
+        "transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "verify_only": verify_only,
+        "topics": [{"name": t, "partitions": ps} for t, ps in _by_topic(parts)]}]}, **kw)
+
+
+def add_offsets(who: str | None, group: str = "{g}", txn: str = "{tx}", v: int = 3,
+                pid: Any = None, epoch: Any = None, **kw) -> Call:
+    pid, epoch = _who(who, pid, epoch)
+    return Call(25, v, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "group_id": group}, **kw)
+
+
+def end_txn(who: str | None, commit: bool = True, txn: str = "{tx}", v: int = 3,
+            pid: Any = None, epoch: Any = None, **kw) -> Call:
+    pid, epoch = _who(who, pid, epoch)
+    return Call(26, v, {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": commit}, **kw)
+
+
+def txn_offset_commit(who: str | None, offsets: dict, group: str = "{g}", txn: str = "{tx}", v: int = 3,
+                      pid: Any = None, epoch: Any = None, generation_id: int = -1, member_id: str = "",
+                      **kw) -> Call:
+    """``offsets``: {("{t}", 0): 5, ...}"""
+    pid, epoch = _who(who, pid, epoch)
+    topics: dict[str, list] = {}
+    for (t, p), off in offsets.items():
+        topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off,
+                                         "committed_leader_epoch": -1, "committed_metadata": ""})
+    return Call(28, v, {"transactional_id": txn, "group_id": group, "producer_id": pid, "producer_epoch": epoch,
+                        "generation_id": generation_id, "member_id": member_id, "group_instance_id": None,
+                        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, **kw)
+
+
+def batch(who: str | None = None, values=("v",), seq: Any = 0, transactional: bool = False,
+          pid: Any = None, epoch: Any = None, keys=None, **kw) -> Batch:
+    """A batch from the producer whose InitProducerId response was saved as ``who``
+    (``who=None``: no producer id, sequence -1 unless given)."""
+    if who is None and pid is None:
+        seq = -1 if seq == 0 else seq
+    pid, epoch = _who(who, pid, epoch)
+    if isinstance(values, int):
+        values = [f"r{i}" for i in range(values)]
+    return Batch(list(values), pid, epoch, seq, transactional, list(keys) if keys is not None else None, **kw)
+
+
+def produce(records: Batch, topic: str = "{t}", partition: int = 0, txn: str | None = None, acks: int = -1,
+            v: int = 9, **kw) -> Call:
+    return Call(0, v, {"transactional_id": txn, "acks": acks, "timeout_ms": 30000,
+                       "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]},
+                **kw)
+
+
+def txn_produce(who: str, values=("v",), seq: Any = 0, topic: str = "{t}", partition: int = 0, txn: str = "{tx}",
+                v: int = 9, **kw) -> Call:
+    return produce(batch(who, values, seq, transactional=True), topic, partition, txn=txn, v=v, **kw)
+
+
+def fetch(topic: str = "{t}", partition: int = 0, offset: Any = 0, isolation: int = 1, v: int = 12,
+          max_bytes: int = 1 << 20, **kw) -> Call:
+    """Fetch (read_committed by default) with max_wait 0: answers at once."""
+    return Call(1, v, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+                       "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
+                       "topics": [{"topic": topic, "partitions": [{
+                           "partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes,
+                           "current_leader_epoch": -1, "log_start_offset": -1}]}],
+                       "forgotten_topics_data": [], "rack_id": ""}, **kw)
+
+
+def list_offsets(topic: str = "{t}", partition: int = 0, timestamp: int = -1, isolation: int = 1, v: int = 7,
+                 **kw) -> Call:
+    """ListOffsets: timestamp -1 latest, -2 earliest, -3 max timestamp."""
+    return Call(2, v, {"replica_id": -1, "isolation_level": isolation,
+                       "topics": [{"name": topic, "partitions": [{"partition_index": partition,
+                                                                  "timestamp": timestamp,
+                                                                  "current_leader_epoch": -1}]}]}, **kw)
+
+
+def describe_txn(txn: str = "{tx}", **kw) -> Call:
+    return Call(65, 0, {"transactional_ids": [txn]}, **kw)
+
+
+def await_txn(state, txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until the state is ``state`` (or one of a list): markers
+    are written after EndTxn answers, in Kafka as in minikafka."""
+    return describe_txn(txn, until={"transaction_states.0.transaction_state": state}, **kw)
+
+
+def describe_producers(topic: str = "{t}", partition: int = 0, **kw) -> Call:
+    return Call(61, 0, {"topics": [{"name": topic, "partition_indexes": [partition]}]}, **kw)
+
+
+def write_markers(pid: Any, epoch: Any, commit: bool, coordinator_epoch: int = -1, parts="{t}", v: int = 1,
+                  **kw) -> Call:
+    return Call(27, v, {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+                                     "topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(parts)],
+                                     "coordinator_epoch": coordinator_epoch}]}, **kw)
+
+
+def delete_records(offset: Any, topic: str = "{t}", partition: int = 0, v: int = 2, **kw) -> Call:
+    return Call(21, v, {"topics": [{"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}],
+                        "timeout_ms": 30000}, **kw)
+
+
+def list_transactions(states=(), pids=(), v: int = 0, **kw) -> Call:
+    return Call(66, v, {"state_filters": list(states), "producer_id_filters": list(pids),
+                        "duration_filter": -1}, **kw)
+
+
+def offset_fetch(group: str = "{g}", parts="{t}", require_stable: bool = True, v: int = 7, **kw) -> Call:
+    return Call(9, v, {"group_id": group, "require_stable": require_stable,
+                       "topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(parts)]}, **kw)
+
+
+def restart(kill: bool = False, label: str = "") -> Restart:
+    return Restart(kill, label)

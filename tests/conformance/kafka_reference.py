@@ -1,0 +1,213 @@
+"""Run a real Apache Kafka 4.1.0 for recording golden answers (never in CI).
+
+The distribution is the one `../shared/reference/assemble.sh` puts in
+``$REFERENCE_DIR`` (default: ``reference`` beside the project's parent folder,
+i.e. ``../reference`` from the repository root). Nothing of it is in this
+repository; this module only writes config files into a temp dir and runs
+Kafka's own start scripts from there.
+
+The cluster: node 1 is a combined KRaft broker+controller, formatted with
+``transaction.version=1`` (the protocol minikafka serves). Scenarios that need
+a transaction to stay in PrepareCommit/PrepareAbort use "held" topics: their
+partitions are placed on a second, broker-only node 2 that is stopped once they
+exist, so the coordinator (on node 1) cannot deliver markers to them, exactly
+the state minikafka reaches with ``MINIKAFKA_FAULT_HOLD_MARKERS``. Node 2 is
+started only after the internal topics exist, so every coordinator partition
+lives on node 1.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from broker.tools.wire import WireClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KAFKA_VERSION = "4.1.0"
+DISTRIBUTION = f"kafka_2.13-{KAFKA_VERSION}"
+FEATURES = ("transaction.version=1",)
+# What one node needs (the same as ../shared/reference/kafka.sh); every other setting is
+# Kafka 4.1's default unless a scenario group overrides it.
+BASE_CONFIG = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+def reference_dir() -> Path:
+    return Path(os.environ.get("REFERENCE_DIR") or REPO_ROOT.parent / "reference").resolve()
+
+
+def kafka_home() -> Path:
+    return reference_dir() / DISTRIBUTION
+
+
+def unavailable_reason() -> str | None:
+    home = kafka_home()
+    if not (home / "bin" / "kafka-server-start.sh").exists():
+        return (f"no assembled Kafka {KAFKA_VERSION} in {home}: run ../shared/reference/assemble.sh GITDIR "
+                f"(see ../shared/reference/README.md) or set REFERENCE_DIR")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no java on PATH (apt-get install openjdk-17-jre-headless)"
+    return None
+
+
+def _free_ports(n: int) -> list[int]:
+    import socket
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class KafkaNode:
+    def __init__(self, cluster: "KafkaCluster", node_id: int, port: int, controller: bool):
+        self.cluster = cluster
+        self.node_id = node_id
+        self.port = port
+        self.controller = controller
+        self.dir = cluster.root / f"node{node_id}"
+        self.data = self.dir / "data"
+        self.logs = self.dir / "logs"
+        self.conf = self.dir / "server.properties"
+        self.proc: subprocess.Popen | None = None
+
+    def write_config(self) -> None:
+        c = self.cluster
+        cfg = dict(BASE_CONFIG)
+        cfg.update({
+            "node.id": str(self.node_id),
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{c.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "log.dirs": str(self.data),
+        })
+        if self.controller:
+            cfg["process.roles"] = "broker,controller"
+            cfg["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{c.controller_port}"
+            cfg["advertised.listeners"] = cfg["listeners"]
+        else:
+            cfg["process.roles"] = "broker"
+            cfg["listeners"] = cfg["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
+        cfg.update(c.overrides)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.conf.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
+
+    def format(self) -> None:
+        self.write_config()
+        cmd = [str(kafka_home() / "bin" / "kafka-storage.sh"), "format", "--config", str(self.conf),
+               "--cluster-id", self.cluster.cluster_id]
+        if self.controller:
+            cmd.append("--standalone")
+            for f in FEATURES:
+                cmd += ["--feature", f]
+        else:
+            cmd.append("--no-initial-controllers")
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"kafka-storage.sh format failed for node {self.node_id}:\n{out.stdout}{out.stderr}")
+
+    def start(self, timeout: float = 120) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, LOG_DIR=str(self.logs),
+                   KAFKA_HEAP_OPTS=os.environ.get("KAFKA_HEAP_OPTS", "-Xmx768M -Xms768M"))
+        with open(self.logs / "kafka.out", "ab") as out:
+            self.proc = subprocess.Popen([str(kafka_home() / "bin" / "kafka-server-start.sh"), str(self.conf)],
+                                         cwd=self.logs, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.registered():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka node {self.node_id} exited during start-up; see {self.logs}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kafka node {self.node_id} not ready after {timeout}s; see {self.logs}")
+            time.sleep(0.2)
+
+    def registered(self) -> bool:
+        """The node is listed by a Metadata request to itself (KRaft lists it once unfenced)."""
+        try:
+            with WireClient("127.0.0.1", self.port, timeout=5) as c:
+                m = c.request(3, 9, {"topics": [], "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False})
+            return any(b.node_id == self.node_id for b in m.brokers)
+        except (OSError, ConnectionError):
+            return False
+
+    def stop(self, kill: bool = False, timeout: float = 60) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = None
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.proc = None
+
+
+class KafkaCluster:
+    """Node 1 (broker+controller) always; node 2 (broker) when ``held_topics`` is wanted."""
+
+    def __init__(self, overrides: dict[str, str] | None = None, with_second_broker: bool = False):
+        self.root = Path(tempfile.mkdtemp(prefix="minikafka-conformance-kafka-"))
+        self.overrides = dict(overrides or {})
+        self.cluster_id = base64.urlsafe_b64encode(b"minikafka-confrm").decode().rstrip("=")
+        p1, self.controller_port, p2 = _free_ports(3)
+        self.node1 = KafkaNode(self, 1, p1, controller=True)
+        self.node2 = KafkaNode(self, 2, p2, controller=False) if with_second_broker else None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.node1.port}"
+
+    def start(self) -> None:
+        self.node1.format()
+        self.node1.start()
+
+    def start_second_broker(self) -> None:
+        self.node2.format()
+        self.node2.start()
+
+    def stop_second_broker(self) -> None:
+        self.node2.stop()
+        # wait until node 1 no longer lists it: its partitions are then leaderless
+        deadline = time.monotonic() + 60
+        while True:
+            with WireClient("127.0.0.1", self.node1.port) as c:
+                m = c.request(3, 9, {"topics": [], "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False})
+            if not any(b.node_id == 2 for b in m.brokers):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("node 2 still listed 60 s after it stopped")
+            time.sleep(0.2)
+
+    def restart(self, kill: bool) -> None:
+        self.node1.stop(kill=kill)
+        self.node1.start(timeout=180)
+
+    def close(self) -> None:
+        for n in (self.node2, self.node1):
+            if n is not None:
+                n.stop(kill=True)
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,176 @@
+"""Normalize requests and responses so Kafka's answers and minikafka's can be compared.
+
+Only what legitimately differs between two brokers or two runs is normalized:
+- real topic names, transactional ids and group ids -> their scenario placeholders;
+- producer ids -> P1, P2, ... in order of first appearance; topic ids -> T1, T2, ...;
+- timestamps (fields named ``*timestamp*``, ``*_time_ms``) -> "<ts>" unless negative;
+- throttle times are dropped; cluster ids, hosts and ports -> placeholders;
+- record bytes -> the decoded batches without timestamps and CRCs.
+Everything else (error codes, offsets, epochs, states, sequences...) is kept as is.
+"""
+from __future__ import annotations
+
+import uuid
+
+from protocol import records as rec
+
+DROP = {"throttle_time_ms"}
+TIMESTAMP_EXACT = {"log_append_time_ms", "transaction_start_time_ms", "last_timestamp", "timestamp",
+                   "max_timestamp", "base_timestamp"}
+ZERO_UUID = uuid.UUID(int=0)
+
+
+class Normalizer:
+    def __init__(self, names: dict[str, str]):
+        self.by_real = {real: placeholder for placeholder, real in names.items()}
+        self.pids: dict[int, str] = {}
+        self.topic_ids: dict[uuid.UUID, str] = {}
+
+    def pid(self, value):
+        if not isinstance(value, int) or value < 0:
+            return value
+        if value not in self.pids:
+            self.pids[value] = f"P{len(self.pids) + 1}"
+        return self.pids[value]
+
+    def topic_id(self, value):
+        if not isinstance(value, uuid.UUID) or value == ZERO_UUID:
+            return str(value) if isinstance(value, uuid.UUID) else value
+        if value not in self.topic_ids:
+            self.topic_ids[value] = f"T{len(self.topic_ids) + 1}"
+        return self.topic_ids[value]
+
+    def __call__(self, obj, key: str | None = None):
+        if isinstance(obj, dict):
+            out = {}
+            for k, v in obj.items():
+                if k in DROP:
+                    continue
+                out[k] = self(v, k)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [self(v, key) for v in obj]
+        if key is not None:
+            if key.endswith("producer_id") or key == "producer_id_filters":
+                return self.pid(obj)
+            if key == "topic_id":
+                return self.topic_id(obj)
+            if key in TIMESTAMP_EXACT or key.endswith("_timestamp") or key.endswith("timestamp_ms"):
+                return obj if not isinstance(obj, int) or obj < 0 else "<ts>"
+            if key == "cluster_id":
+                return None if obj is None else "<cluster>"
+            if key in ("host",):
+                return "<host>"
+            if key == "port":
+                return "<port>"
+            if key == "records" and isinstance(obj, (bytes, bytearray, memoryview)):
+                return self.batches(bytes(obj))
+        if isinstance(obj, str):
+            return self.by_real.get(obj, obj)
+        if isinstance(obj, uuid.UUID):
+            return self.topic_id(obj)
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return bytes(obj).hex()
+        return obj
+
+    # ------------------------------------------------------------ record batches
+    def batches(self, data: bytes) -> list[dict]:
+        out = []
+        for pos, h in rec.iter_batch_headers(data):
+            header, records = rec.decode_batch(data, pos)
+            b = {"base_offset": h.base_offset, "last_offset_delta": h.last_offset_delta,
+                 "partition_leader_epoch": h.partition_leader_epoch,
+                 "producer_id": self.pid(h.producer_id), "producer_epoch": h.producer_epoch,
+                 "base_sequence": h.base_sequence, "transactional": h.is_transactional,
+                 "control": h.is_control, "compression": h.compression,
+                 "timestamp_type": int(h.timestamp_type), "records_count": h.records_count}
+            if h.is_control:
+                b["records"] = []
+                for r in records:
+                    ctype, coordinator_epoch = rec.parse_control_record(r)
+                    b["records"].append({"control_type": rec.ControlRecordType(ctype).name,
+                                         "coordinator_epoch": coordinator_epoch})
+            else:
+                b["records"] = [{"offset": r.offset, "key": _text(r.key), "value": _text(r.value),
+                                 "headers": [[k, _text(v)] for k, v in r.headers]} for r in records]
+            out.append(b)
+        if len(data) and not out:
+            return [{"partial_batch_bytes": len(data)}]
+        return out
+
+
+def _text(b):
+    if b is None:
+        return None
+    try:
+        return bytes(b).decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + bytes(b).hex()
+
+
+def own_entries(api: str, response, own_names) -> None:
+    """Cluster-wide listings keep only this scenario's entries (before normalizing, so
+    other scenarios' producer ids take no symbols)."""
+    if api == "ListTransactions":
+        response["transaction_states"] = [s for s in response.transaction_states if s.transactional_id in own_names]
+
+
+def canonical(api: str, response):
+    """Put collections that Kafka keeps in hash sets into a fixed order. Order carries no
+    meaning in these answers; without this, two recordings of one scenario would differ."""
+    if not isinstance(response, dict):
+        return response
+    if api == "DescribeTransactions":
+        for s in response.get("transaction_states", []):
+            for t in s.get("topics") or []:
+                t["partitions"] = sorted(t["partitions"])
+            s["topics"] = sorted(s.get("topics") or [], key=lambda t: t["topic"])
+    elif api == "ListTransactions":
+        response["transaction_states"] = sorted(response.get("transaction_states", []),
+                                                key=lambda s: s["transactional_id"])
+    elif api == "DescribeProducers":
+        for t in response.get("topics", []):
+            for p in t.get("partitions", []):
+                p["active_producers"] = sorted(p.get("active_producers", []), key=lambda e: str(e["producer_id"]))
+    return response
+
+
+# ------------------------------------------------------------------ comparison
+
+# Free-text fields: Kafka's texts are Java exception messages; whether one is given is
+# compared, the words are not (tests/conformance/DIFFERENCES.md).
+MESSAGE_FIELDS = {"error_message", "batch_index_error_message"}
+
+
+def flatten(obj, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    if isinstance(obj, dict):
+        if not obj:
+            out[prefix or "."] = {}
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else k))
+    elif isinstance(obj, list):
+        if not obj:
+            out[prefix or "."] = []
+        for i, v in enumerate(obj):
+            out.update(flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix or "."] = obj
+    return out
+
+
+def differences(kafka, ours) -> list[tuple[str, object, object]]:
+    """[(path, Kafka's value, ours)] for every field that differs."""
+    a, b = flatten(kafka), flatten(ours)
+    diffs = []
+    for path in list(a) + [p for p in b if p not in a]:
+        ka, ob = a.get(path, "<absent>"), b.get(path, "<absent>")
+        leaf = path.rsplit(".", 1)[-1]
+        if leaf in MESSAGE_FIELDS:
+            if (ka is None) != (ob is None) or ka == "<absent>" or ob == "<absent>":
+                if ka != ob:
+                    diffs.append((path, ka, ob))
+            continue
+        if ka != ob:
+            diffs.append((path, ka, ob))
+    return diffs

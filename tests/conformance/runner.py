@@ -1,0 +1,273 @@
+"""Run a scenario against a broker (the reference Kafka or minikafka) and return its
+normalized transcript: one entry per step with the request sent and the answer.
+
+A target is anything with ``bootstrap`` (host:port), ``restart(kill)``, ``held_prefix``
+(the topic-name prefix of held topics) and ``create_held_topic(name, partitions, configs)``
+or None when held topics are created like any other.
+"""
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from broker.tools.wire import WireClient
+from coordinator.hashing import partition_for
+from protocol import records as rec
+from protocol.schema import API_NAMES
+
+from .dsl import Batch, Call, Ref, Restart, Scenario
+from .normalize import Normalizer, canonical, own_entries
+
+COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+
+class ScenarioError(AssertionError):
+    pass
+
+
+def error_codes(obj):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k.endswith("error_code") and isinstance(v, int):
+                yield v
+            else:
+                yield from error_codes(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from error_codes(v)
+
+
+def lookup(obj, path: str):
+    for p in path.split("."):
+        obj = obj[int(p)] if p.isdigit() else obj[p]
+    return obj
+
+
+def _poll(fn, what: str, timeout: float = 120, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise ScenarioError(f"{what}: not reached within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+# ------------------------------------------------------------------ broker readiness
+
+def _metadata(c: WireClient, topics):
+    return c.request(3, 9, {"topics": None if topics is None else [{"name": t} for t in topics],
+                            "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+
+
+def warm_up(bootstrap: str, timeout: float = 180) -> None:
+    """Wait until both coordinators answer for every partition of their internal topics
+    (Kafka creates and loads them on the first FindCoordinator; after a restart it
+    reloads them). Creates no transactional or group state."""
+    with WireClient.to(bootstrap) as c:
+        for key_type in (0, 1):
+            _poll(lambda: c.request(10, 4, {"key_type": key_type, "coordinator_keys": ["warm-up"]})
+                  .coordinators[0].error_code == 0, f"FindCoordinator(key_type={key_type})", timeout)
+        txn_ids = _one_key_per_partition("warm-up-txn", 50)
+        _poll(lambda: all(s.error_code not in COORDINATOR_LOADING for s in
+                          c.request(65, 0, {"transactional_ids": txn_ids}).transaction_states),
+              "transaction coordinator loaded", timeout)
+        # Kafka may still answer COORDINATOR_LOAD_IN_PROGRESS to a first InitProducerId when
+        # DescribeTransactions already answers: wait until every state partition takes one
+        _poll(lambda: all(c.request(22, 4, {"transactional_id": t, "transaction_timeout_ms": 60000,
+                                            "producer_id": -1, "producer_epoch": -1}).error_code == 0
+                          for t in txn_ids), "transaction coordinator serves InitProducerId", timeout)
+        groups = _one_key_per_partition("warm-up-group", 50)
+        _poll(lambda: all(g.error_code not in COORDINATOR_LOADING for g in
+                          c.request(15, 5, {"groups": groups, "include_authorized_operations": False}).groups),
+              "group coordinator loaded", timeout)
+
+
+def _one_key_per_partition(prefix: str, n: int) -> list[str]:
+    keys: dict[int, str] = {}
+    i = 0
+    while len(keys) < n:
+        k = f"{prefix}-{i}"
+        keys.setdefault(partition_for(k, n), k)
+        i += 1
+    return [keys[p] for p in range(n)]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, configs: dict, broker_ids: list[int] | None = None,
+                 leader_bootstrap: str | None = None):
+    body = {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                        "configs": [{"name": k, "value": str(v)} for k, v in configs.items()]}],
+            "timeout_ms": 30000, "validate_only": False}
+    if broker_ids:
+        body["topics"][0].update(num_partitions=-1, replication_factor=-1, assignments=[
+            {"partition_index": p, "broker_ids": broker_ids} for p in range(partitions)])
+    with WireClient.to(bootstrap) as c:
+        t = c.request(19, 5, body).topics[0]
+        if t.error_code != 0:
+            raise ScenarioError(f"CreateTopics {name}: error {t.error_code} {t.error_message}")
+
+        def ready():
+            # Kafka lists a leader before the partition serves requests: ask the partition itself
+            m = _metadata(c, [name]).topics[0]
+            if m.error_code != 0 or len(m.partitions) != partitions or any(p.leader_id < 0 for p in m.partitions):
+                return False
+            with WireClient.to(leader_bootstrap or bootstrap) as leader:
+                lo = leader.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": name, "partitions": [
+                    {"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
+                    for p in range(partitions)]}]})
+            return all(p.error_code == 0 for p in lo.topics[0].partitions)
+        _poll(ready, f"topic {name} is served")
+
+
+# ------------------------------------------------------------------ running a scenario
+
+def real_names(scenario: Scenario, token: str, held_prefix: str) -> dict[str, str]:
+    """placeholder -> real name, for every ``{word}`` the scenario uses."""
+    words = set(scenario.topics)
+    _collect(scenario.steps, words)
+    slug = scenario.name.replace("/", ".").replace("_", "-")
+    names = {}
+    for w in sorted(words):
+        real = f"{slug}.{w.replace('_', '-')}.{token}"
+        if w in scenario.topics and scenario.topics[w].held:
+            real = held_prefix + real
+        names["{" + w + "}"] = real
+    return names
+
+
+def _collect(obj, words: set) -> None:
+    if isinstance(obj, str):
+        words.update(_PLACEHOLDER.findall(obj))
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _collect(v, words)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _collect(v, words)
+    elif isinstance(obj, (Call, Batch)):
+        _collect(vars(obj), words)
+
+
+class Run:
+    def __init__(self, scenario: Scenario, target, token: str | None = None):
+        self.scenario = scenario
+        self.target = target
+        self.names = real_names(scenario, token or uuid.uuid4().hex[:8], target.held_prefix)
+        self.norm = Normalizer(self.names)
+        self.saved: dict = {}
+        self.conns: dict[str, WireClient] = {}
+        self.transcript: list[dict] = []   # so far (for a report when a step fails)
+
+    def real(self, placeholder_word: str) -> str:
+        return self.names["{" + placeholder_word + "}"]
+
+    # -- value resolution --
+    def resolve(self, obj):
+        if isinstance(obj, Ref):
+            return obj.resolve(self.saved)
+        if isinstance(obj, str):
+            return _PLACEHOLDER.sub(lambda m: self.names[m.group(0)], obj)
+        if isinstance(obj, Batch):
+            return self.build_batch(obj)
+        if isinstance(obj, dict):
+            return {k: self.resolve(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.resolve(v) for v in obj]
+        return obj
+
+    def build_batch(self, b: Batch) -> bytes:
+        pid, epoch, seq = self.resolve(b.pid), self.resolve(b.epoch), self.resolve(b.seq)
+        now = int(time.time() * 1000)
+        if b.control:
+            return rec.build_control_batch(pid, epoch, b.control == "COMMIT", b.coordinator_epoch, now)
+        records = [rec.Record(i, now, None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
+                              None if v is None else self.resolve(v).encode(), ())
+                   for i, v in enumerate(b.values)]
+        return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                               is_transactional=b.transactional)
+
+    # -- connections --
+    def conn(self, name: str) -> WireClient:
+        c = self.conns.get(name)
+        if c is None:
+            c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
+        return c
+
+    def close(self) -> None:
+        for c in self.conns.values():
+            c.close()
+        self.conns.clear()
+
+    # -- the scenario --
+    def setup(self) -> None:
+        for word, t in self.scenario.topics.items():
+            if t.held and self.target.creates_held_topics_itself:
+                continue
+            create_topic(self.target.bootstrap, self.real(word), t.partitions, t.configs)
+
+    def run(self) -> list[dict]:
+        transcript = self.transcript = []
+        try:
+            self.setup()
+            for i, step in enumerate(self.scenario.steps, 1):
+                if isinstance(step, Restart):
+                    self.close()
+                    self.target.restart(step.kill)
+                    warm_up(self.target.bootstrap)
+                    transcript.append({"step": i, "restart": "kill -9" if step.kill else "clean"})
+                    continue
+                transcript.append(self.call(i, step))
+        finally:
+            self.close()
+        return transcript
+
+    def call(self, i: int, step: Call) -> dict:
+        body = self.resolve(step.body)
+        request = {"api": API_NAMES[step.api], "version": step.version, "body": self.norm(body)}
+        deadline = time.monotonic() + step.timeout_s
+        while True:
+            try:
+                resp = self.conn(step.conn).request(step.api, step.version, body)
+            except ConnectionError:
+                self.conns.pop(step.conn).close()
+                resp = None
+            if resp is None:
+                answer = {"connection_closed": True}
+                break
+            codes = set(error_codes(resp))
+            # Kafka answers these while a coordinator partition loads or a producer id block is
+            # fetched from the controller; minikafka never does (a step that gets one from
+            # minikafka fails at its deadline)
+            waiting = bool(codes & (set(step.retry_while) | COORDINATOR_LOADING))
+            if step.until is not None and not waiting:
+                waiting = not all(_matches(_safe_lookup(resp, p), want) for p, want in step.until.items())
+            if not waiting:
+                answer = resp
+                break
+            if time.monotonic() > deadline:
+                raise ScenarioError(f"step {i} ({step.label or request['api']}): condition "
+                                    f"{step.until or step.retry_while} not reached within {step.timeout_s:.0f} s; "
+                                    f"last answer {self.norm(resp)}")
+            time.sleep(0.05)
+        if step.save and resp is not None:
+            self.saved[step.save] = resp
+        if resp is not None:
+            own_entries(request["api"], answer, set(self.names.values()))
+        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(answer))}
+        if step.label:
+            entry["label"] = step.label
+        return entry
+
+
+def _safe_lookup(obj, path):
+    try:
+        return lookup(obj, path)
+    except (KeyError, IndexError, TypeError):
+        return "<absent>"
+
+
+def _matches(value, want) -> bool:
+    return value in want if isinstance(want, list) else value == want

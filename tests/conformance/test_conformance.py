@@ -1,0 +1,81 @@
+"""Replay every recorded scenario against minikafka and compare with Kafka's answers.
+
+One broker per group of scenarios with the same settings (scenarios are isolated
+by their unique names), started with MINIKAFKA_FAULT_HOLD_MARKERS so that held
+topics behave as partitions whose leader is offline. A failure names the
+scenario, the step, the field, Kafka's value and ours.
+"""
+from __future__ import annotations
+
+import pytest
+
+from harness import BrokerProcess
+
+from . import golden
+from .normalize import differences
+from .runner import Run, warm_up
+from .scenarios import all_scenarios
+
+SCENARIOS = all_scenarios()
+
+
+class MinikafkaTarget:
+    held_prefix = golden.HELD_PREFIX
+    creates_held_topics_itself = False
+
+    def __init__(self, broker: BrokerProcess):
+        self.broker = broker
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def restart(self, kill: bool) -> None:
+        self.broker.restart(kill=kill)
+
+
+def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
+    b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", overrides=scenario.broker,
+                      env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name)
+    b.start()
+    warm_up(b.bootstrap, timeout=30)
+    return MinikafkaTarget(b)
+
+
+@pytest.fixture(scope="module")
+def shared_brokers(tmp_path_factory):
+    """One running minikafka per group of scenarios with the same broker settings."""
+    made: dict[tuple, MinikafkaTarget] = {}
+    yield made
+    for t in made.values():
+        t.broker.close()
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario_matches_kafka(scenario, shared_brokers, tmp_path_factory):
+    recorded = golden.load(scenario.name)
+    if recorded is None:
+        pytest.fail(f"{scenario.name}: no golden file {golden.golden_path(scenario.name)}; "
+                    f"record it against the reference Kafka: make conformance-record ARGS='-k {scenario.name}'")
+    own = scenario.own_broker
+    if own:
+        target = _start(tmp_path_factory, scenario, "conformance-own")
+    else:
+        target = shared_brokers.get(scenario.config_key)
+        if target is None:
+            target = shared_brokers[scenario.config_key] = _start(tmp_path_factory, scenario,
+                                                                  f"conformance-{len(shared_brokers)}")
+    try:
+        ours = Run(scenario, target).run()
+        mismatches = golden.compare(scenario.name, recorded["steps"], ours, differences)
+        assert not mismatches, ("minikafka differs from Kafka:\n  " + "\n  ".join(mismatches)
+                                + target.broker.describe(30))
+    finally:
+        if own:
+            target.broker.close()
+
+
+def test_every_golden_file_has_a_scenario():
+    names = {s.name for s in SCENARIOS}
+    stale = sorted(golden.all_recorded() - names)
+    assert not stale, f"golden files without a scenario (delete or re-record): {stale}"
