@@ -134,7 +134,7 @@ class TxnInvariants(RuleBasedStateMachine):
     # ------------------------------------------------------------ plumbing
     def client(self) -> RawClient:
         if self.c is None:
-            self.c = RawClient.to(self.b.bootstrap, timeout=15)
+            self.c = RawClient.to(self.b.bootstrap, timeout=30)
         return self.c
 
     def drop_client(self) -> None:
@@ -151,7 +151,7 @@ class TxnInvariants(RuleBasedStateMachine):
         else:
             self.b.extra_env.pop("MINIKAFKA_FAULT", None)
         try:
-            self.b.start()
+            self.b.start(timeout=60)
         except BrokerError:
             if not fault or self.b.last_exit != FAULT_EXIT:
                 raise
@@ -390,7 +390,7 @@ class TxnInvariants(RuleBasedStateMachine):
     def restart(self, kill, fault):
         """Clean restart or kill -9, optionally arming a fault point for the next EndTxn."""
         self.drop_client()
-        self.b.kill() if kill else self.b.stop()
+        self.b.kill() if kill else self.b.stop(timeout=30)
         if kill:
             self.crashes += 1
         self.start(fault)
@@ -496,11 +496,11 @@ class TxnInvariants(RuleBasedStateMachine):
             if not self.b.running:
                 self.start(None)
             elif self.fault:
-                self.b.stop()
+                self.b.stop(timeout=30)
                 self.start(None)
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(0 if _EXAMPLES else 600)  # long local runs take what they take
 def test_transaction_invariants(broker_factory):
     TxnInvariants.broker = broker_factory(overrides={"num.partitions": PARTITIONS})
     run_state_machine_as_test(TxnInvariants, settings=SETTINGS)
