@@ -6,7 +6,8 @@ instance held the id before), an admin describes producers, aborts open
 transactions as ``minikafka transactions abort`` does (DescribeProducers, then
 WriteTxnMarkers(ABORT) with coordinator epoch -1) and deletes records, and the
 broker restarts cleanly or by ``kill -9``, or with ``MINIKAFKA_FAULT`` armed so
-that it exits at a point of the next EndTxn. After every step:
+that it exits at a point of the next EndTxn; produce and EndTxn requests are also
+retried late, as after a lost answer. After every step:
 
 * no record is appended twice, and every acknowledged append is at its offset
   (above the log start offset, which is exactly what DeleteRecords answered);
@@ -19,28 +20,34 @@ that it exits at a point of the next EndTxn. After every step:
   start offset that DescribeProducers reports (or the high watermark), which
   also lists exactly the open transactions the model knows;
 * a fenced instance never writes again: its Produce, AddPartitionsToTxn and EndTxn
-  fail and none of its records reaches the log.
+  fail and none of its records reaches the log;
+* a late produce retry gets the first append's offset (or an error once the
+  transaction is over) and a late EndTxn the same answer (INVALID_TXN_STATE for
+  the opposite result).
 
 The teardown of each example fences every transactional id, waits until the
 LSO reaches the high watermark and checks that every acknowledged committed
 record is there exactly once.
 
-CI runs a derandomized, database-less profile (same examples every run, about a
-minute). Longer local runs, with random examples:
+CI runs a derandomized, database-less profile (the same 20 examples of up to 40
+steps every run, about 50 s). Longer local runs, with random examples (``-s``
+prints what the examples did):
 
-    MINIKAFKA_INVARIANT_EXAMPLES=200 MINIKAFKA_INVARIANT_STEPS=60 \\
-        .venv/bin/python -m pytest tests/integration/test_txn_invariants.py
+    MINIKAFKA_INVARIANT_EXAMPLES=300 MINIKAFKA_INVARIANT_STEPS=60 \\
+        .venv/bin/python -m pytest -s tests/integration/test_txn_invariants.py
 """
 from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, precondition, rule,
+                                 run_state_machine_as_test)
 
 from harness import BrokerError, wait_until
 from protocol.errors import ErrorCode as E
@@ -52,11 +59,15 @@ PARTITIONS = 3
 TIDS = 2
 SLOTS = 3
 TXN_TIMEOUT_MS = 600_000  # never expires within an example
+# Steps per example for the rules that need no transaction to act on (a restart also costs a
+# broker start): the rest of the steps produce, end transactions and fence (hypothesis draws
+# rules uniformly, and each example enables a random subset of them)
+BUDGET = {"restart": 4, "zombie": 3, "delete": 3, "late": 3}
 
 _EXAMPLES = int(os.environ.get("MINIKAFKA_INVARIANT_EXAMPLES", "0"))
 SETTINGS = settings(
-    max_examples=_EXAMPLES or 8,
-    stateful_step_count=int(os.environ.get("MINIKAFKA_INVARIANT_STEPS", "25")),
+    max_examples=_EXAMPLES or 20,
+    stateful_step_count=int(os.environ.get("MINIKAFKA_INVARIANT_STEPS", "40")),
     derandomize=not _EXAMPLES,     # CI: the same examples every run
     database=None,                 # and nothing remembered between runs
     deadline=None,
@@ -64,6 +75,10 @@ SETTINGS = settings(
     report_multiple_bugs=False,
     suppress_health_check=list(HealthCheck),
 )
+
+# what the examples did, printed at the end (pytest -s): a run that never crashed at a fault
+# point or never aborted as an admin would prove little
+COVERAGE: Counter = Counter()
 
 OPEN, COMMITTING, COMMITTED, ABORTED = "open", "committing", "committed", "aborted"
 # COMMITTING: EndTxn(commit) was sent, the broker died before answering, and nobody retried:
@@ -85,6 +100,8 @@ class Instance:
     seq: dict = field(default_factory=dict)      # partition -> next sequence
     txn: "Txn | None" = None
     fenced: bool = False
+    last_batch: dict = field(default_factory=dict)  # partition -> (batch bytes, base offset, Txn)
+    last_end: "tuple[Txn, bool] | None" = None      # the last EndTxn answered, if no transaction since
 
 
 @dataclass(eq=False)
@@ -117,6 +134,7 @@ class TxnInvariants(RuleBasedStateMachine):
         self.c: RawClient | None = None
         self.fault: str | None = None
         self.crashes = 0
+        self.spent: Counter = Counter()  # steps taken per BUDGET key
         run = uuid.uuid4().hex[:8]
         self.topic = f"inv-{run}"
         self.tids = [f"inv-{run}-t{i}" for i in range(TIDS)]
@@ -130,6 +148,7 @@ class TxnInvariants(RuleBasedStateMachine):
         self.counter = 0
         self.visible_below_lso: dict[int, tuple[int, int, dict]] = {}  # partition -> (log start, LSO, visible)
         assert self.call(lambda c: c.create_topic(self.topic, PARTITIONS)) == 0
+        COVERAGE["examples"] += 1
 
     # ------------------------------------------------------------ plumbing
     def client(self) -> RawClient:
@@ -174,7 +193,7 @@ class TxnInvariants(RuleBasedStateMachine):
             assert self.fault and code == FAULT_EXIT, \
                 f"broker died (exit {code}, fault armed: {self.fault})" + self.b.describe()
             self.crashes += 1
-            event(f"broker exited at {self.fault}")
+            COVERAGE[f"broker exited at {self.fault}"] += 1
             self.start(None)
             raise BrokerDied(self.fault) from None
 
@@ -249,6 +268,7 @@ class TxnInvariants(RuleBasedStateMachine):
         if inst.txn is None or inst.txn.fate != OPEN:
             self.counter += 1
             inst.txn = Txn(self.counter, inst)
+            inst.last_end = None
             self.txns.append(inst.txn)
         return inst.txn
 
@@ -261,7 +281,20 @@ class TxnInvariants(RuleBasedStateMachine):
         assert errs == {p: 0 for p in todo}, f"AddPartitionsToTxn {todo}: {errs}"
         txn.partitions |= set(todo)
 
+    def has_open_segment(self) -> bool:
+        return any(t.fate == OPEN and any(s is not None for s in t.open_start.values()) for t in self.txns)
+
+    def has_records_above_log_start(self) -> bool:
+        return any(r.offset >= self.log_start[r.partition] for r in self.recs.values())
+
     # --------------------------------------------------------------- rules
+    @initialize()
+    def start_producers(self):
+        """Every example starts with producers in each slot; the third one's id is the first's,
+        so the first is a zombie from the start."""
+        for slot in range(SLOTS):
+            self.slots[slot] = self.init(self.tids[slot % TIDS])
+
     @rule(slot=st.integers(0, SLOTS - 1), tid=st.integers(0, TIDS - 1))
     def init_producer(self, slot, tid):
         """A producer (re)starts with a transactional id; its previous instance, if any, is gone."""
@@ -287,6 +320,8 @@ class TxnInvariants(RuleBasedStateMachine):
         r = self.retrying(lambda c: c.produce(self.topic, partition, batch, transactional_id=inst.tid))
         assert r.error_code == 0, f"produce by {inst}: {r}"
         inst.seq[partition] = seq + n
+        inst.last_batch[partition] = (batch, r.base_offset, txn)
+        COVERAGE["produced batches"] += 1
         if txn.open_start.get(partition) is None:
             txn.open_start[partition] = r.base_offset
         for i, v in enumerate(values):
@@ -305,7 +340,7 @@ class TxnInvariants(RuleBasedStateMachine):
         try:
             code = self.call(lambda c: c.end_txn(inst.tid, inst.pid, inst.epoch, commit))
         except BrokerDied:
-            event(f"EndTxn unanswered, {'retried' if retry else 'abandoned'}")
+            COVERAGE[f"EndTxn unanswered, {'retried' if retry else 'abandoned'}"] += 1
             if not retry:
                 self.close_txn(txn, COMMITTING if commit else ABORTED)
                 self.slots[slot] = None  # the producer died with the broker; its successor fences it
@@ -313,34 +348,75 @@ class TxnInvariants(RuleBasedStateMachine):
             code = self.retry_while_concurrent(lambda c: c.end_txn(inst.tid, inst.pid, inst.epoch, commit))
         assert code == 0, f"EndTxn({'commit' if commit else 'abort'}) by {inst}: {E(code).name}"
         self.close_txn(txn, COMMITTED if commit else ABORTED)
+        COVERAGE["committed" if commit else "aborted"] += 1
         inst.txn = None
+        inst.last_end = (txn, commit)
+
+    # Rules are drawn uniformly: producing and ending transactions, the steps everything else
+    # acts on, are listed again so that they make up about a third of the steps.
+    produce_more = produce
+    produce_again = produce
+    end_txn_more = end_txn
+
+    @precondition(lambda self: any(i is not None and i.last_batch for i in self.slots)
+                  and self.spent["late"] < BUDGET["late"])
+    @rule(data=st.data())
+    def late_produce_retry(self, data):
+        """A produce retried after its answer was lost: the broker answers the first append's
+        offset (or, if the transaction is over, refuses it) and never appends it twice."""
+        inst = data.draw(st.sampled_from([i for i in self.slots if i is not None and i.last_batch]), label="slot")
+        partition = data.draw(st.sampled_from(sorted(inst.last_batch)), label="partition")
+        batch, offset, txn = inst.last_batch[partition]
+        self.spent["late"] += 1
+        COVERAGE["late produce retry"] += 1
+        r = self.retrying(lambda c: c.produce(self.topic, partition, batch, transactional_id=inst.tid))
+        if txn.fate == OPEN:
+            assert (r.error_code, r.base_offset) == (0, offset), f"retry of {partition}@{offset}: {r}"
+        else:
+            assert r.error_code != 0 or r.base_offset == offset, f"retry of {partition}@{offset} after EndTxn: {r}"
+
+    @precondition(lambda self: any(i is not None and i.last_end and i.txn is None for i in self.slots)
+                  and self.spent["late"] < BUDGET["late"])
+    @rule(data=st.data(), same=st.booleans())
+    def late_end_txn_retry(self, data, same):
+        """EndTxn retried after its answer was lost: the same result is answered again; the
+        opposite one is INVALID_TXN_STATE (Kafka's TV1 answers). Nothing changes."""
+        inst = data.draw(st.sampled_from([i for i in self.slots if i is not None and i.last_end and i.txn is None]),
+                         label="slot")
+        txn, commit = inst.last_end
+        self.spent["late"] += 1
+        COVERAGE["late EndTxn retry"] += 1
+        code = self.retry_while_concurrent(lambda c: c.end_txn(inst.tid, inst.pid, inst.epoch,
+                                                                commit if same else not commit))
+        assert code == (0 if same else E.INVALID_TXN_STATE), \
+            f"late EndTxn({'same' if same else 'opposite'}) after {'commit' if commit else 'abort'}: {E(code).name}"
 
     @precondition(lambda self: self.live_slots())
-    @rule(slot=st.integers(0, SLOTS - 1))
-    def producer_dies(self, slot):
+    @rule(data=st.data())
+    def producer_dies(self, data):
         """The producer process is gone; its open transaction stays open until its id is re-initialised."""
-        self.slots[slot] = None
+        self.slots[data.draw(st.sampled_from(self.live_slots()), label="slot")] = None
 
-    @precondition(lambda self: self.zombies())
-    @rule(data=st.data(), action=st.sampled_from(["produce", "add", "commit", "abort"]),
-          partition=st.integers(0, PARTITIONS - 1))
-    def zombie_writes(self, data, action, partition):
-        """A fenced instance tries to write: every attempt fails and nothing reaches the log."""
+    @precondition(lambda self: self.zombies() and self.spent["zombie"] < BUDGET["zombie"])
+    @rule(data=st.data(), partition=st.integers(0, PARTITIONS - 1), commit=st.booleans())
+    def zombie_writes(self, data, partition, commit):
+        """A fenced instance tries to write (Produce, AddPartitionsToTxn, EndTxn): every attempt
+        fails and nothing reaches the log."""
+        self.spent["zombie"] += 1
         z = data.draw(st.sampled_from(self.zombies()), label="zombie")
-        if action == "produce":
-            v = self.value("zombie")
-            self.zombie_values.add(v)
-            batch = make_batch([v], producer_id=z.pid, producer_epoch=z.epoch,
-                               base_sequence=z.seq.get(partition, 0), transactional=True)
-            r = self.retrying(lambda c: c.produce(self.topic, partition, batch, transactional_id=z.tid))
-            assert r.error_code != 0, f"fenced {z} produced at offset {r.base_offset}"
-        elif action == "add":
-            errs = self.retrying(lambda c: c.add_partitions_to_txn(z.tid, z.pid, z.epoch, self.topic, [partition]))
-            assert errs[partition] != 0, f"fenced {z} added a partition"
-        else:
-            code = self.retrying(lambda c: c.end_txn(z.tid, z.pid, z.epoch, action == "commit"))
-            assert code != 0, f"fenced {z} ended a transaction ({action})"
+        COVERAGE["fenced instance tried to write"] += 1
+        v = self.value("zombie")
+        self.zombie_values.add(v)
+        batch = make_batch([v], producer_id=z.pid, producer_epoch=z.epoch,
+                           base_sequence=z.seq.get(partition, 0), transactional=True)
+        r = self.retrying(lambda c: c.produce(self.topic, partition, batch, transactional_id=z.tid))
+        assert r.error_code != 0, f"fenced {z} produced at offset {r.base_offset}"
+        errs = self.retrying(lambda c: c.add_partitions_to_txn(z.tid, z.pid, z.epoch, self.topic, [partition]))
+        assert errs[partition] != 0, f"fenced {z} added a partition"
+        code = self.retrying(lambda c: c.end_txn(z.tid, z.pid, z.epoch, commit))
+        assert code != 0, f"fenced {z} ended a transaction ({'commit' if commit else 'abort'})"
 
+    @precondition(lambda self: self.has_open_segment())
     @rule(data=st.data(), partition=st.integers(0, PARTITIONS - 1))
     def admin_abort(self, data, partition):
         """`minikafka transactions abort --start-offset`: DescribeProducers, then WriteTxnMarkers(ABORT)
@@ -350,7 +426,7 @@ class TxnInvariants(RuleBasedStateMachine):
         open_txns = [p for p in d.active_producers if p.current_txn_start_offset >= 0]
         if not open_txns:
             return
-        event("admin abort of an open transaction")
+        COVERAGE["admin abort of an open transaction"] += 1
         p = data.draw(st.sampled_from(open_txns), label="producer")
         inst = self.by_pid_epoch.get((p.producer_id, p.producer_epoch))
         assert inst is not None, f"DescribeProducers reports an unknown producer {p}"
@@ -376,28 +452,35 @@ class TxnInvariants(RuleBasedStateMachine):
         if txn.fate == OPEN:
             txn.open_start[partition] = None  # later records open a new transaction there
 
-    @rule(partition=st.integers(0, PARTITIONS - 1), where=st.sampled_from([0.0, 0.5, 1.0, "hw"]))
+    @precondition(lambda self: self.has_records_above_log_start() and self.spent["delete"] < BUDGET["delete"])
+    @rule(partition=st.integers(0, PARTITIONS - 1), where=st.sampled_from([0.5, 1.0, "hw"]))
     def delete_records(self, partition, where):
+        self.spent["delete"] += 1
         hw = self.retrying(lambda c: c.list_offset(self.topic, partition, -1))
         lo = self.log_start[partition]
         target = -1 if where == "hw" else lo + int((hw - lo) * where)
         code, low = self.retrying(lambda c: c.delete_records(self.topic, partition, target))
         assert code == 0, f"DeleteRecords({partition}, {target}): {E(code).name}"
         assert low == (hw if target == -1 else target), (low, target, hw)
+        COVERAGE["DeleteRecords moved the log start" if low > lo else "DeleteRecords at the log start"] += 1
         self.log_start[partition] = max(lo, low)
 
+    @precondition(lambda self: self.spent["restart"] < BUDGET["restart"])
     @rule(kill=st.booleans(), fault=st.sampled_from((None,) + FAULTS))
     def restart(self, kill, fault):
         """Clean restart or kill -9, optionally arming a fault point for the next EndTxn."""
+        self.spent["restart"] += 1
         self.drop_client()
         self.b.kill() if kill else self.b.stop(timeout=30)
         if kill:
             self.crashes += 1
+        COVERAGE[f"{'kill -9' if kill else 'clean restart'}{', armed' if fault else ''}"] += 1
         self.start(fault)
 
     # ---------------------------------------------------------- invariants
     @invariant()
     def invariants(self):
+        COVERAGE["checks"] += 1
         self.check()
 
     def check(self) -> None:
@@ -503,4 +586,6 @@ class TxnInvariants(RuleBasedStateMachine):
 @pytest.mark.timeout(0 if _EXAMPLES else 600)  # long local runs take what they take
 def test_transaction_invariants(broker_factory):
     TxnInvariants.broker = broker_factory(overrides={"num.partitions": PARTITIONS})
+    COVERAGE.clear()
     run_state_machine_as_test(TxnInvariants, settings=SETTINGS)
+    print("coverage:", dict(sorted(COVERAGE.items())))
