@@ -121,13 +121,21 @@ def read_journal(path: Path) -> list[dict]:
 
 # ==================================================================== producers
 class Stop:
+    """SIGTERM: finish the current transaction, then stop. A worker whose campaign is gone
+    (killed without cleaning up) stops too."""
+
     def __init__(self):
-        self.requested = False
+        self._requested = False
+        self.parent = os.getppid()
         signal.signal(signal.SIGTERM, self.set)
         signal.signal(signal.SIGINT, self.set)
 
     def set(self, *_):
-        self.requested = True
+        self._requested = True
+
+    @property
+    def requested(self) -> bool:
+        return self._requested or os.getppid() != self.parent
 
 
 def plan_transaction(rng: random.Random, partitions: int, abort_ratio: float) -> tuple[list[int], bool]:
@@ -272,6 +280,7 @@ def run_consumer_kafka_python(a: argparse.Namespace) -> int:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
+    stop = Stop()
     c = KafkaConsumer(bootstrap_servers=[a.bootstrap], client_id=f"chaos-consumer-kp-{a.instance}",
                       group_id=None, enable_auto_commit=False, isolation_level="read_committed",
                       auto_offset_reset="earliest", max_poll_records=5000, reconnect_backoff_max_ms=500,
@@ -281,7 +290,7 @@ def run_consumer_kafka_python(a: argparse.Namespace) -> int:
     c.seek_to_beginning(*tps)
     seen_max: dict[int, int] = {}
     with open(a.journal, "a", buffering=1) as out:
-        while not consumer_done(a.stop_file, seen_max):
+        while not consumer_done(a.stop_file, seen_max) and not stop.requested:
             try:
                 batch = c.poll(timeout_ms=300)
             except KafkaError as exc:  # the broker is down: keep polling
@@ -298,6 +307,7 @@ def run_consumer_kafka_python(a: argparse.Namespace) -> int:
 def run_consumer_confluent(a: argparse.Namespace) -> int:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    stop = Stop()
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"chaos-unused-{a.instance}",
                   "client.id": f"chaos-consumer-ck-{a.instance}", "enable.auto.commit": False,
                   "enable.auto.offset.store": False, "isolation.level": "read_committed",
@@ -305,7 +315,7 @@ def run_consumer_confluent(a: argparse.Namespace) -> int:
     c.assign([TopicPartition(a.topic, p, OFFSET_BEGINNING) for p in range(a.partitions)])
     seen_max: dict[int, int] = {}
     with open(a.journal, "a", buffering=1) as out:
-        while not consumer_done(a.stop_file, seen_max):
+        while not consumer_done(a.stop_file, seen_max) and not stop.requested:
             for m in c.consume(num_messages=5000, timeout=0.3):
                 if m.error():  # transport errors while the broker is down: librdkafka retries
                     continue
@@ -863,6 +873,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.seed is None:
         a.seed = random.randrange(1 << 30)
     campaign = Campaign(a)
+    # SIGTERM/SIGINT: unwind, so the broker and the clients are stopped too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         summary = campaign.run()
     except Exception as exc:  # the campaign itself could not go on: say so, keep the evidence
