@@ -4,25 +4,50 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run test schema bench clean conformance-record
+.PHONY: run test docker-test schema bench clean conformance-record
 
-$(VENV)/.installed: pyproject.toml
+# `make run` installs only the broker's dependencies (seconds); `make test` adds
+# the test clients and pyspark, `make pipeline` pyspark, to the same venv.
+$(VENV)/.installed-broker: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e .
 	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
 	# broker start does not recompile every module from source.
 	$(PY) -m compileall -q -j 0 $(VENV)/lib broker protocol storage coordinator > /dev/null || true
 	touch $@
 
+# Everything: the test clients and the Spark pipeline.
+$(VENV)/.installed: $(VENV)/.installed-broker
+	$(PY) -m pip install -q -e '.[test,spark]'
+	touch $@
+
+$(VENV)/.installed-spark: $(VENV)/.installed-broker
+	$(PY) -m pip install -q -e '.[spark]'
+	touch $@
+
 # Run the broker with embedded defaults (127.0.0.1:9092, data in ./data).
-run: $(VENV)/.installed
+run: $(VENV)/.installed-broker
 	$(PY) -m broker $(ARGS)
+
+# The Spark revenue job (python -m pipeline, see README): ARGS='--topic invoices ...'.
+.PHONY: pipeline
+pipeline: $(VENV)/.installed-spark
+	$(PY) -m pipeline $(ARGS)
 
 # Everything the tests need, then the whole suite (slow tests included).
 test: $(VENV)/.installed
 	-$(PY) tests/java/setup_jars.py --ext $(EXT)
 	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest $(PYTEST_ARGS)
+
+# The docker tests alone (tests/docker: images built, containers and compose
+# stacks run on the host's network). First brings up what is missing: as root,
+# docker.io and debootstrap (apt), Compose v2 (PyPI, in a venv), dockerd with no
+# bridge and no iptables, a base image (pulled, else built from Debian packages);
+# see tests/docker/sandbox.py. Fails if no daemon can be had.
+docker-test: $(VENV)/.installed
+	-$(PY) tests/java/setup_jars.py --ext $(EXT)
+	$(PYTHON) tests/docker/sandbox.py up
+	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest tests/docker $(PYTEST_ARGS)
 
 # Re-derive protocol/schema.json and protocol/errors.py from ../shared/kafka-protocol.
 schema:

@@ -3,6 +3,7 @@ listeners' addresses; handlers reach everything through it."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections import defaultdict
@@ -15,6 +16,7 @@ from storage.config import LogConfig
 from storage.log_manager import LogManager
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.transaction import TransactionCoordinator
+from coordinator.transaction.coordinator import TxnError
 from coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
 from protocol import records as rec
 
@@ -23,6 +25,41 @@ log = logging.getLogger("minikafka.broker")
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
 INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTION_TOPIC)
+PRODUCE_VERSION_ADD_PARTITION = 12  # Produce v12+: a transactional produce adds its partition (KIP-890)
+# Kafka's produce-side translation of transaction coordinator errors (ReplicaManager, AddPartitionsToTxnManager)
+VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
+PRODUCE_VERSION_TRANSACTION_ABORTABLE = 11  # first Produce version that may answer TRANSACTION_ABORTABLE
+# Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms (defaults)
+ADD_PARTITIONS_RETRY_BACKOFF_S = 0.02
+ADD_PARTITIONS_RETRY_MAX_S = 0.1
+
+
+class TransactionVerificationError(KafkaError):
+    """A transactional append the transaction coordinator did not confirm. Kafka answers
+    these with its own message where it has one (INVALID_TXN_STATE, NOT_ENOUGH_REPLICAS),
+    else with the code alone."""
+
+
+def verification_error(code: ErrorCode, produce_version: int) -> TransactionVerificationError:
+    """The error a produce gets when its transactional append was not confirmed
+    (`Broker.transaction_verification`): what Kafka 4.1 answers per Produce version.
+    Before v11 TRANSACTION_ABORTABLE is INVALID_TXN_STATE; a coordinator that cannot
+    answer yet (such as CONCURRENT_TRANSACTIONS while the previous transaction's markers
+    are being written) is NOT_ENOUGH_REPLICAS, which clients retry without a metadata
+    refresh (v12+, which adds the partition, retries CONCURRENT_TRANSACTIONS itself)."""
+    if code == ErrorCode.TRANSACTION_ABORTABLE and produce_version < PRODUCE_VERSION_TRANSACTION_ABORTABLE:
+        code = ErrorCode.INVALID_TXN_STATE
+    if code == ErrorCode.INVALID_TXN_STATE:
+        return TransactionVerificationError(code, "Partition was not added to the transaction")
+    if code in VERIFY_RETRIABLE and not (code == ErrorCode.CONCURRENT_TRANSACTIONS
+                                         and produce_version >= PRODUCE_VERSION_ADD_PARTITION):
+        return TransactionVerificationError(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"Unable to verify the partition has been added to the transaction. Underlying error: {code.name}")
+    err = TransactionVerificationError(code)
+    err.message = None
+    return err
 
 
 def now_ms() -> int:
@@ -52,6 +89,7 @@ class Broker:
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
         self._data_event = trio.Event()
+        self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
@@ -72,31 +110,25 @@ class Broker:
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             id_expiration_ms=cfg["transactional.id.expiration.ms"],
             offsets_partitions=cfg["offsets.topic.num.partitions"],
-            two_phase_commit=cfg["transaction.two.phase.commit.enable"],
         )
-        self._txn_pending = self.txn_coordinator.load()
+        self.txn_coordinator.load()
         # --- group coordinator: groups and offsets rebuilt from __consumer_offsets ---
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
             lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
         self.group_coordinator.load(now_ms())
-        skip = os.environ.get("MINIKAFKA_FAULT_SKIP_MARKER")  # "topic:partition", hanging-transaction drills
-        if skip:
-            topic, _, part = skip.rpartition(":")
-            self.txn_coordinator.skip_marker_for.add((topic, int(part)))
 
     async def start_background(self, nursery) -> None:
-        """Finish transactions decided before a crash (before serving), then start the
-        periodic work: group timers, transaction timeouts and expiry, producer-state
-        expiry, retention, checkpoints and log cleaning."""
-        await self.txn_coordinator.complete_pending(self._txn_pending)
-        self._txn_pending = []
+        """Start the background work: transaction markers (those of transactions decided
+        before a restart first), group timers, transaction timeouts and expiry,
+        producer-state expiry, retention, checkpoints and log cleaning."""
         cfg = self.config
+        nursery.start_soon(self._write_txn_markers)
         nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
         nursery.start_soon(self._every, cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                            self.txn_coordinator.abort_timed_out)
         nursery.start_soon(self._every, cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
-                           self.txn_coordinator.expire_transactional_ids)
+                           self._expire_transactional_ids)
         nursery.start_soon(self._every, cfg["producer.id.expiration.check.interval.ms"], self._expire_producers)
         nursery.start_soon(self._every, cfg["log.retention.check.interval.ms"], self._retention)
         # Kafka's LogManager tasks: the log flusher (flush.ms) and the recovery-point checkpoint
@@ -107,6 +139,23 @@ class Broker:
         nursery.start_soon(self._flusher)
         if cfg["log.cleaner.enable"]:
             nursery.start_soon(self._every, max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs)
+
+    async def _write_txn_markers(self) -> None:
+        """The transaction coordinator's marker writer (Kafka's TransactionMarkerChannelManager):
+        a round whenever a transaction is decided, and again after the coordinator's backoff
+        while a marker write keeps failing."""
+        while True:
+            due = self._markers_due = trio.Event()
+            try:
+                delay = self.txn_coordinator.write_markers()
+            except Exception:
+                log.exception("writing transaction markers failed")
+                delay = 1.0
+            with trio.move_on_after(delay if delay is not None else math.inf):
+                await due.wait()
+
+    async def _expire_transactional_ids(self) -> None:
+        self.txn_coordinator.expire_transactional_ids()
 
     async def _retention(self) -> None:
         deleted = self.logs.cleanup(now_ms())
@@ -248,29 +297,71 @@ class Broker:
     def ensure_coordinator_topic(self, key_type: int) -> None:
         self.ensure_internal_topic(OFFSETS_TOPIC if key_type == 0 else TRANSACTION_TOPIC)
 
-    def append_records(self, lg, records: bytes, transactional_id: str | None = None):
-        """A client produce to one partition.
+    async def append_records(self, lg, records: bytes, transactional_id: str | None = None,
+                             produce_version: int = PRODUCE_VERSION_ADD_PARTITION - 1):
+        """A client produce to one partition (Kafka's ReplicaManager.handleProduceAppend).
 
-        Transactional batches are verified against the coordinator first
-        (transaction.partition.verification.enable): a write to a partition that
-        is not in the producer's ongoing transaction would otherwise start a
-        transaction no marker will ever end (a hanging transaction)."""
-        if len(records) >= rec.HEADER_SIZE and self.config["transaction.partition.verification.enable"]:
+        A transactional batch whose producer has no transaction of that epoch open on the
+        partition is first verified with the transaction coordinator
+        (transaction.partition.verification.enable): a write the coordinator does not
+        know of would start a transaction no marker ever ends (a hanging transaction).
+        Produce v12+ instead adds the partition to the transaction (KIP-890), as Kafka
+        4.1 does, retrying CONCURRENT_TRANSACTIONS for a short while as Kafka does.
+        The check and the append are one synchronous step (the coordinator's invariant):
+        no marker can land in between, so a produce arriving after its transaction ended
+        never opens a new transaction on the partition."""
+        deadline = None
+        while True:
+            try:
+                return self._checked_append(lg, records, transactional_id, produce_version)
+            except KafkaError as e:
+                if e.code != ErrorCode.CONCURRENT_TRANSACTIONS:  # only the v12+ add answers it
+                    raise
+                now = trio.current_time()
+                deadline = deadline or now + ADD_PARTITIONS_RETRY_MAX_S
+                if now >= deadline:
+                    raise
+            await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
+
+    def _checked_append(self, lg, records: bytes, transactional_id: str | None, produce_version: int):
+        if self.config["transaction.partition.verification.enable"] and len(records) >= rec.HEADER_SIZE:
             h = rec.parse_header(records, 0)
-            if h.is_transactional and h.producer_id >= 0 and not lg.has_ongoing_transaction(h.producer_id):
-                if transactional_id is None:
-                    raise KafkaError(ErrorCode.INVALID_TXN_STATE, "transactional batch without a transactional id")
-                code = self.txn_coordinator.verify_partitions(
-                    transactional_id, h.producer_id, h.producer_epoch, [(lg.topic, lg.partition)])[(lg.topic, lg.partition)]
-                if code == ErrorCode.PRODUCER_FENCED:
-                    code = ErrorCode.INVALID_PRODUCER_EPOCH  # what a partition leader returns for a stale epoch
+            if h.is_transactional and h.producer_id >= 0:
+                code = self.transaction_verification(lg, transactional_id, h.producer_id, h.producer_epoch,
+                                                     h.base_sequence,
+                                                     add=produce_version >= PRODUCE_VERSION_ADD_PARTITION)
                 if code != ErrorCode.NONE:
-                    raise KafkaError(code, "partition is not part of an ongoing transaction of this producer")
+                    raise verification_error(code, produce_version)
         return lg.append(records)
 
-    async def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                           commit: bool, coordinator_epoch: int, admin: bool = False) -> int:
-        """Append a COMMIT/ABORT control batch (WriteTxnMarkers, internal and admin)."""
+    def transaction_verification(self, lg, transactional_id: str, producer_id: int, producer_epoch: int,
+                                 sequence: int, add: bool = False) -> ErrorCode:
+        """May a transactional append of (producer_id, producer_epoch) go to `lg` now? NONE, or
+        the error (Kafka's Partition.maybeStartTransactionVerification, then the coordinator's
+        verify-only AddPartitionsToTxn, or with `add` a real one, and the translation of
+        AddPartitionsToTxnManager). The caller appends in the same synchronous step."""
+        entry = lg.producer_state.last_entry(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if lg.has_ongoing_transaction(producer_id, producer_epoch):
+            return ErrorCode.NONE
+        lg.producer_state.start_transaction_verification(producer_id, sequence, producer_epoch, now_ms())
+        tp = (lg.topic, lg.partition)
+        if add:
+            try:
+                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp])
+                code = ErrorCode.NONE
+            except TxnError as e:
+                code = e.code
+        else:
+            code = self.txn_coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tp]
+        # "Producers expect to handle INVALID_PRODUCER_EPOCH in this scenario"
+        return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool, coordinator_epoch: int) -> int:
+        """Append a COMMIT/ABORT control batch (WriteTxnMarkers, internal and admin); the
+        error code. A storage failure takes the only log dir offline: the broker halts."""
         lg = self.get_log(topic, partition)
         if lg is None:
             return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -278,11 +369,25 @@ class Broker:
         try:
             lg.append(batch, origin="coordinator")
         except KafkaError as e:
+            if isinstance(e.__cause__, OSError):
+                self.log_dir_failed(e.__cause__)
             return int(e.code)
+        except OSError as e:
+            self.log_dir_failed(e)
         if topic == OFFSETS_TOPIC and getattr(self, "group_coordinator", None) is not None:
             self.group_coordinator.complete_transaction(partition, producer_id, commit)
         self.notify_data()  # the LSO may have moved: wake read_committed long-polls
         return 0
+
+    def log_dir_failed(self, error: BaseException) -> None:
+        """An I/O error in the log dir. Kafka takes the dir offline, and with its only log dir
+        gone halts the broker (LogManager.handleLogDirFailure, Exit.halt(1)); so does this
+        one. Nothing half-written is trusted: on restart, recovery rebuilds the producer
+        state from the log and the transaction coordinator finishes every Prepare*."""
+        log.critical("Error while writing to the log dir %s: %s. Shutdown broker because all log dirs in %s "
+                     "have failed", self.config.log_dir, error, self.config.log_dir)
+        logging.shutdown()
+        os._exit(1)
 
     def internal_records(self, topic: str):
         """(partition, Record) for every record of an internal topic, in log order per partition."""
@@ -316,6 +421,14 @@ class BrokerTxnIO:
 
     def __init__(self, broker: Broker):
         self.broker = broker
+        # fault hooks (README, "Fault injection"): markers never written to these partitions
+        # ("topic:partition"), or failing retriably for topics with this name prefix
+        self.skip_marker_for: set[tuple[str, int]] = set()
+        skip = os.environ.get("MINIKAFKA_FAULT_SKIP_MARKER")
+        if skip:
+            topic, _, part = skip.rpartition(":")
+            self.skip_marker_for.add((topic, int(part)))
+        self.hold_markers_prefix = os.environ.get("MINIKAFKA_FAULT_HOLD_MARKERS") or None
 
     def now_ms(self) -> int:
         return now_ms()
@@ -323,18 +436,38 @@ class BrokerTxnIO:
     def allocate_producer_id(self) -> int:
         return self.broker.producer_ids.next_id()
 
-    async def append_state(self, partition: int, key: bytes, value: bytes | None, durable: bool) -> None:
+    def append_state(self, partition: int, key: bytes, value: bytes | None) -> None:
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         if lg is None:
             self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
             lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        t = now_ms()
-        lg.append(rec.build_batch([rec.Record(0, t, key, value, [])]), origin="coordinator")
-        if durable:
-            await trio.to_thread.run_sync(lg.flush, True)
+        try:
+            lg.append(rec.build_batch([rec.Record(0, now_ms(), key, value, [])]), origin="coordinator")
+        except OSError as e:
+            self.broker.log_dir_failed(e)
+        except KafkaError as e:
+            if isinstance(e.__cause__, OSError):
+                self.broker.log_dir_failed(e.__cause__)
+            raise
 
-    async def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
-        return await self.broker.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+    async def flush_state(self, partition: int) -> None:
+        lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
+        try:
+            await trio.to_thread.run_sync(lg.flush, True)
+        except OSError as e:
+            self.broker.log_dir_failed(e)
+
+    def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
+        if (topic, partition) in self.skip_marker_for:
+            log.warning("fault injection: not writing the %s marker to %s-%d (pid %d)",
+                        "COMMIT" if commit else "ABORT", topic, partition, producer_id)
+            return 0  # the coordinator believes it was written: a hanging transaction
+        if self.hold_markers_prefix is not None and topic.startswith(self.hold_markers_prefix):
+            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # as if the partition had no leader
+        return self.broker.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+
+    def markers_due(self) -> None:
+        self.broker._markers_due.set()
 
     def read_state(self):
         for _, _, r in self.broker.internal_records(TRANSACTION_TOPIC):
@@ -344,7 +477,12 @@ class BrokerTxnIO:
     def partition_exists(self, topic: str, partition: int) -> bool:
         return self.broker.get_log(topic, partition) is not None
 
-    def fault(self, point: str) -> None:
+    def coordinator_epoch(self, state_partition: int) -> int:
+        """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
+        loads each partition with its leader epoch as the coordinator epoch)."""
+        return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
+
+    def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
         if os.environ.get("MINIKAFKA_FAULT") == point:
             log.error("fault injection: exiting at %s", point)
             os._exit(86)

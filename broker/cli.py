@@ -22,17 +22,30 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] in SUBCOMMANDS:
         import importlib
         mod = importlib.import_module(SUBCOMMANDS[argv[0]])
-        sys.exit(mod.main(argv[1:]))
+        try:
+            rc = mod.main(argv[1:])
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `minikafka dump-log ... | head`: the reader left; say so once, no traceback
+            # (stdout goes to /dev/null so the interpreter's final flush cannot fail again)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            print(f"minikafka {argv[0]}: output closed by the reader (broken pipe)", file=sys.stderr)
+            rc = 1
+        sys.exit(rc)
     parser = argparse.ArgumentParser(prog="minikafka", description="A small Kafka-compatible broker.")
     parser.add_argument("--config", help="broker.properties file (Kafka property names)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="override one property; repeatable (as kafka-server-start.sh)")
-    parser.add_argument("--log-level", default=os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"),
-                        help="stderr log level (default INFO, or $MINIKAFKA_LOG_LEVEL)")
+    parser.add_argument("--log-level", help=f"stderr log level, one of {', '.join(LOG_LEVELS)}"
+                                            " (default INFO, or $MINIKAFKA_LOG_LEVEL)")
     parser.add_argument("--log-config", help="logging .ini file instead (see conf/logging.ini)")
     args = parser.parse_args(argv)
 
-    configure_logging(args.log_level, args.log_config)
+    try:
+        configure_logging(args.log_level, args.log_config)
+    except ValueError as e:
+        print(f"minikafka: {e}", file=sys.stderr)
+        sys.exit(2)
     from .config import BrokerConfig, ConfigError
     try:
         config = BrokerConfig.load(args.config, args.override)
@@ -71,13 +84,41 @@ def _first_os_error(e: BaseException) -> OSError | None:
     return None
 
 
-def configure_logging(level: str = "INFO", config_file: str | None = None) -> None:
+# log4j's level names, as in Kafka's log4j configuration (Python's WARNING and CRITICAL are
+# accepted too); TRACE is below DEBUG, as in broker.handlers.loggers
+LOG_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+              "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+_PY_LEVELS = {"WARNING": logging.WARNING, "CRITICAL": logging.CRITICAL}
+
+
+def parse_log_level(text: str, option: str = "--log-level") -> int:
+    number = {**LOG_LEVELS, **_PY_LEVELS}.get(text.strip().upper())
+    if number is None:
+        raise ValueError(f"Invalid value {text} for {option}: String must be one of: {', '.join(LOG_LEVELS)}")
+    return number
+
+
+def configure_logging(level: str | None = None, config_file: str | None = None) -> None:
+    """stderr logging at ``level`` (else $MINIKAFKA_LOG_LEVEL, else INFO), or ``config_file``.
+
+    Raises ValueError, with a one-line message naming the option, for an unknown
+    level or an unreadable or invalid file."""
     if config_file:
         from logging import config as logging_config
-        logging_config.fileConfig(config_file, disable_existing_loggers=False)
+        if not os.path.isfile(config_file):
+            raise ValueError(f"cannot read --log-config {config_file}: no such file")
+        try:
+            logging_config.fileConfig(config_file, disable_existing_loggers=False)
+        except Exception as e:  # configparser, KeyError for a missing section, ...
+            raise ValueError(f"invalid --log-config {config_file}: {type(e).__name__}: {e}") from None
         return
+    if level is None:
+        number = parse_log_level(os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"), "MINIKAFKA_LOG_LEVEL")
+    else:
+        number = parse_log_level(level)
+    logging.addLevelName(LOG_LEVELS["TRACE"], "TRACE")
     logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
+        level=number,
         stream=sys.stderr,
         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
     )

@@ -9,6 +9,9 @@ from __future__ import annotations
 import logging
 import re
 
+from protocol.errors import KafkaError
+from storage.config import LogConfig
+
 log = logging.getLogger("minikafka.config")
 
 LONG_MAX = 2**63 - 1
@@ -21,90 +24,121 @@ class ConfigError(ValueError):
 def _bool(v: str) -> bool:
     s = v.strip().lower()
     if s not in ("true", "false"):
-        raise ValueError("expected true or false")
+        raise ValueError("Expected value to be either true or false")
     return s == "true"
+
+
+def _int(v: str) -> int:
+    try:
+        return int(v)
+    except ValueError:
+        raise ValueError("Not a number of type LONG") from None
+
+
+def _float(v: str) -> float:
+    try:
+        return float(v)
+    except ValueError:
+        raise ValueError("Not a number of type DOUBLE") from None
 
 
 def _list(v: str) -> list[str]:
     return [x.strip() for x in v.split(",") if x.strip()]
 
 
+# Reasons as Kafka's ConfigDef validators word them.
 def _at_least(lo):
     def check(v):
         if v < lo:
-            raise ValueError(f"must be at least {lo}")
+            raise ValueError(f"Value must be at least {lo}")
     return check
 
 
 def _between(lo, hi):
     def check(v):
-        if not lo <= v <= hi:
-            raise ValueError(f"must be between {lo} and {hi}")
+        if v < lo:
+            raise ValueError(f"Value must be at least {lo}")
+        if v > hi:
+            raise ValueError(f"Value must be no more than {hi}")
     return check
 
 
 def _one_of(*choices):
     def check(v):
         if v not in choices:
-            raise ValueError(f"must be one of {', '.join(map(str, choices))}")
+            kind = "String" if isinstance(v, str) else "Value"
+            raise ValueError(f"{kind} must be one of: {', '.join(map(str, choices))}")
     return check
+
+
+def parse_metrics_listener(text: str) -> tuple[str, int]:
+    """``metrics.listener``: '[http://]host:port' -> (host, port); an empty host means all interfaces."""
+    text = text.strip().removeprefix("http://")
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise ValueError("Expected host:port (port 0-65535), or nothing to disable the endpoint")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def _metrics_listener(v: str) -> None:
+    if v.strip():
+        parse_metrics_listener(v)
 
 
 # key -> (parser, default, validator or None, doc). Defaults are Apache Kafka's
 # unless the doc says otherwise.
 DEFS: dict[str, tuple] = {
-    "node.id": (int, 1, _at_least(0), "Id of this broker (broker.id is an alias)"),
+    "node.id": (_int, 1, _at_least(0), "Id of this broker (broker.id is an alias)"),
     "listeners": (_list, ["PLAINTEXT://127.0.0.1:9092"], None, "Addresses to listen on; port 0 picks a free port"),
     "advertised.listeners": (_list, None, None, "Addresses given to clients in Metadata (defaults to listeners)"),
     "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT"], None, "Listener name to protocol; only PLAINTEXT is served"),
     "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one is used"),
-    "num.partitions": (int, 1, _at_least(1), "Partitions of auto-created topics"),
-    "default.replication.factor": (int, 1, _one_of(1), "Single node: only 1"),
+    "num.partitions": (_int, 1, _at_least(1), "Partitions of auto-created topics"),
+    "default.replication.factor": (_int, 1, _one_of(1), "Single node: only 1"),
     "auto.create.topics.enable": (_bool, True, None, "Create unknown topics on Metadata requests"),
     "delete.topic.enable": (_bool, True, None, "Allow DeleteTopics"),
-    "log.segment.bytes": (int, 1073741824, _at_least(14), "Segment size before a roll"),
-    "log.roll.ms": (int, 604800000, _at_least(1), "Segment age before a roll (log.roll.hours also accepted)"),
-    "log.retention.ms": (int, 604800000, None, "Delete segments older than this; -1 keeps forever (also .minutes/.hours)"),
-    "log.retention.bytes": (int, -1, None, "Delete oldest segments past this size per partition; -1 unlimited"),
-    "log.retention.check.interval.ms": (int, 300000, _at_least(1), "How often retention runs"),
-    "log.flush.interval.messages": (int, LONG_MAX, _at_least(1), "Default flush.messages: fsync a partition once this many messages are unflushed, before the produce that reached it is answered"),
-    "log.flush.interval.ms": (int, None, _at_least(0), "Default flush.ms: fsync a partition this long after its last fsync (unset: log.flush.scheduler.interval.ms)"),
-    "log.flush.scheduler.interval.ms": (int, LONG_MAX, _at_least(1), "How often the log flusher checks flush.ms (its first check is log.initial.task.delay.ms after start)"),
-    "log.flush.offset.checkpoint.interval.ms": (int, 60000, _at_least(0), "How often recovery-point-offset-checkpoint is written (where recovery after a crash starts)"),
-    "log.flush.start.offset.checkpoint.interval.ms": (int, 60000, _at_least(0), "Accepted for Kafka compatibility: log-start-offset-checkpoint is written at once on every change"),
-    "log.initial.task.delay.ms": (int, 30000, _at_least(0), "Delay before the first run of the log flusher and of the checkpoint writer (Kafka's internal key)"),
-    "log.index.interval.bytes": (int, 4096, _at_least(0), "Bytes between offset index entries"),
+    "log.segment.bytes": (_int, 1073741824, _at_least(14), "Segment size before a roll"),
+    "log.roll.ms": (_int, 604800000, _at_least(1), "Segment age before a roll (log.roll.hours also accepted)"),
+    "log.retention.ms": (_int, 604800000, None, "Delete segments older than this; -1 keeps forever (also .minutes/.hours)"),
+    "log.retention.bytes": (_int, -1, None, "Delete oldest segments past this size per partition; -1 unlimited"),
+    "log.retention.check.interval.ms": (_int, 300000, _at_least(1), "How often retention runs"),
+    "log.flush.interval.messages": (_int, LONG_MAX, _at_least(1), "Default flush.messages: fsync a partition once this many messages are unflushed, before the produce that reached it is answered"),
+    "log.flush.interval.ms": (_int, None, _at_least(0), "Default flush.ms: fsync a partition this long after its last fsync (unset: log.flush.scheduler.interval.ms)"),
+    "log.flush.scheduler.interval.ms": (_int, LONG_MAX, _at_least(1), "How often the log flusher checks flush.ms (its first check is log.initial.task.delay.ms after start)"),
+    "log.flush.offset.checkpoint.interval.ms": (_int, 60000, _at_least(0), "How often recovery-point-offset-checkpoint is written (where recovery after a crash starts)"),
+    "log.flush.start.offset.checkpoint.interval.ms": (_int, 60000, _at_least(0), "Accepted for Kafka compatibility: log-start-offset-checkpoint is written at once on every change"),
+    "log.initial.task.delay.ms": (_int, 30000, _at_least(0), "Delay before the first run of the log flusher and of the checkpoint writer (Kafka's internal key)"),
+    "log.index.interval.bytes": (_int, 4096, _at_least(0), "Bytes between offset index entries"),
     "log.message.timestamp.type": (str, "CreateTime", _one_of("CreateTime", "LogAppendTime"), "Timestamp type of new topics"),
     "log.cleanup.policy": (_list, ["delete"], None, "delete and/or compact"),
     "log.cleaner.enable": (_bool, True, None, "Run the log cleaner (compaction of cleanup.policy=compact topics)"),
-    "log.cleaner.backoff.ms": (int, 15000, _at_least(0), "Pause between log cleaner rounds (each cleans at most one partition)"),
-    "log.cleaner.min.cleanable.ratio": (float, 0.5, _between(0, 1), "Default min.cleanable.dirty.ratio: dirty/total bytes above which a log is cleaned"),
-    "log.cleaner.delete.retention.ms": (int, 86400000, _at_least(0), "Default delete.retention.ms: how long tombstones and empty transaction markers survive cleaning"),
-    "log.cleaner.min.compaction.lag.ms": (int, 0, _at_least(0), "Default min.compaction.lag.ms: records younger than this are not compacted"),
-    "log.cleaner.max.compaction.lag.ms": (int, LONG_MAX, _at_least(1), "Default max.compaction.lag.ms: dirty records older than this force a cleaning"),
-    "log.cleaner.dedupe.buffer.size": (int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
-    "message.max.bytes": (int, 1048588, _at_least(0), "Largest record batch accepted"),
-    "socket.request.max.bytes": (int, 104857600, _at_least(1), "Largest request frame accepted"),
+    "log.cleaner.backoff.ms": (_int, 15000, _at_least(0), "Pause between log cleaner rounds (each cleans at most one partition)"),
+    "log.cleaner.min.cleanable.ratio": (_float, 0.5, _between(0, 1), "Default min.cleanable.dirty.ratio: dirty/total bytes above which a log is cleaned"),
+    "log.cleaner.delete.retention.ms": (_int, 86400000, _at_least(0), "Default delete.retention.ms: how long tombstones and empty transaction markers survive cleaning"),
+    "log.cleaner.min.compaction.lag.ms": (_int, 0, _at_least(0), "Default min.compaction.lag.ms: records younger than this are not compacted"),
+    "log.cleaner.max.compaction.lag.ms": (_int, LONG_MAX, _at_least(1), "Default max.compaction.lag.ms: dirty records older than this force a cleaning"),
+    "log.cleaner.dedupe.buffer.size": (_int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
+    "message.max.bytes": (_int, 1048588, _at_least(0), "Largest record batch accepted"),
+    "socket.request.max.bytes": (_int, 104857600, _at_least(1), "Largest request frame accepted"),
     "compression.type": (str, "producer", None, "Topic compression (producer keeps what the producer sent)"),
-    "offsets.topic.num.partitions": (int, 50, _at_least(1), "Partitions of __consumer_offsets"),
-    "offsets.topic.segment.bytes": (int, 104857600, _at_least(14), "segment.bytes of __consumer_offsets (small segments compact sooner)"),
-    "offsets.retention.minutes": (int, 10080, _at_least(1), "Committed offsets of empty groups expire after this"),
-    "offsets.retention.check.interval.ms": (int, 600000, _at_least(1), "How often expired offsets are removed"),
-    "group.initial.rebalance.delay.ms": (int, 3000, _at_least(0), "Wait for more members before the first rebalance"),
-    "group.min.session.timeout.ms": (int, 6000, _at_least(0), "Smallest session timeout a member may ask for"),
-    "group.max.session.timeout.ms": (int, 1800000, _at_least(0), "Largest session timeout a member may ask for"),
-    "transaction.state.log.num.partitions": (int, 50, _at_least(1), "Partitions of __transaction_state"),
-    "transaction.state.log.segment.bytes": (int, 104857600, _at_least(14), "segment.bytes of __transaction_state (small segments compact sooner)"),
-    "transaction.max.timeout.ms": (int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),
-    "transactional.id.expiration.ms": (int, 604800000, _at_least(1), "Idle transactional ids are removed after this"),
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
-    "transaction.remove.expired.transaction.cleanup.interval.ms": (int, 3600000, _at_least(1), "How often expired transactional ids are removed"),
+    "offsets.topic.num.partitions": (_int, 50, _at_least(1), "Partitions of __consumer_offsets"),
+    "offsets.topic.segment.bytes": (_int, 104857600, _at_least(14), "segment.bytes of __consumer_offsets (small segments compact sooner)"),
+    "offsets.retention.minutes": (_int, 10080, _at_least(1), "Committed offsets of empty groups expire after this"),
+    "offsets.retention.check.interval.ms": (_int, 600000, _at_least(1), "How often expired offsets are removed"),
+    "group.initial.rebalance.delay.ms": (_int, 3000, _at_least(0), "Wait for more members before the first rebalance"),
+    "group.min.session.timeout.ms": (_int, 6000, _at_least(0), "Smallest session timeout a member may ask for"),
+    "group.max.session.timeout.ms": (_int, 1800000, _at_least(0), "Largest session timeout a member may ask for"),
+    "transaction.state.log.num.partitions": (_int, 50, _at_least(1), "Partitions of __transaction_state"),
+    "transaction.state.log.segment.bytes": (_int, 104857600, _at_least(14), "segment.bytes of __transaction_state (small segments compact sooner)"),
+    "transaction.max.timeout.ms": (_int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),
+    "transactional.id.expiration.ms": (_int, 604800000, _at_least(1), "Idle transactional ids are removed after this"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (_int, 3600000, _at_least(1), "How often expired transactional ids are removed"),
     "transaction.partition.verification.enable": (_bool, True, None, "Refuse transactional writes to partitions not added to the transaction"),
-    "transaction.two.phase.commit.enable": (_bool, False, None, "Allow InitProducerId keepPreparedTxn / 2PC (KIP-939)"),
-    "producer.id.expiration.ms": (int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
-    "producer.id.expiration.check.interval.ms": (int, 600000, _at_least(1), "How often idle producer state is dropped"),
+    "producer.id.expiration.ms": (_int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
+    "producer.id.expiration.check.interval.ms": (_int, 600000, _at_least(1), "How often idle producer state is dropped"),
     "unstable.api.versions.enable": (_bool, False, None, "Advertise API versions Kafka marks unstable"),
-    "metrics.listener": (str, "", None, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
+    "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }
 
 ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
@@ -186,9 +220,15 @@ class BrokerConfig:
                 if check is not None:
                     check(value)
             except ValueError as e:
-                raise ConfigError(f"invalid value {text!r} for configuration {key}: {e}") from None
+                raise ConfigError(f"Invalid value {text} for configuration {key}: {e}") from None
             values[canon] = value
             originals[canon] = text
+        # Broker properties that set topic defaults (log.retention.ms, log.cleanup.policy,
+        # compression.type, ...) are checked by the topic config's own rules, as Kafka's LogConfig.
+        try:
+            LogConfig.from_broker_properties(raw)
+        except KafkaError as e:
+            raise ConfigError(e.message) from None
         for lst in values["listeners"]:
             parse_listener(lst)
         if values["advertised.listeners"] is None:
@@ -206,10 +246,10 @@ def parse_listener(text: str, key: str = "listeners") -> tuple[str, str, int]:
     """'PLAINTEXT://host:port' -> (name, host, port); host '' means all interfaces."""
     m = _LISTENER.match(text.strip())
     if not m:
-        raise ConfigError(f"invalid value {text!r} for configuration {key}: expected NAME://host:port")
+        raise ConfigError(f"Invalid value {text} for configuration {key}: Expected NAME://host:port")
     name, host, port = m.group(1), m.group(2).strip("[]"), int(m.group(3))
     if not 0 <= port <= 65535:
-        raise ConfigError(f"invalid value {text!r} for configuration {key}: port out of range")
+        raise ConfigError(f"Invalid value {text} for configuration {key}: Port must be between 0 and 65535")
     return name, host, port
 
 

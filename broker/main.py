@@ -26,7 +26,12 @@ async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: 
             addresses = []
             for text in config["listeners"]:
                 name, host, port = parse_listener(text)
-                listeners = await trio.open_tcp_listeners(port, host=host or None)
+                try:
+                    listeners = await trio.open_tcp_listeners(port, host=host or None)
+                except OSError as e:
+                    # As Kafka's SocketServer: "Socket server failed to bind to host:port: ..."
+                    raise OSError(e.errno, f"Socket server failed to bind to {host or '0.0.0.0'}:{port}:"
+                                           f" {e.strerror or e}") from None
                 bound_port = listeners[0].socket.getsockname()[1]
                 adv_host, adv_port = advertised.get(name, (host, port))
                 if not adv_host or adv_host == "0.0.0.0":

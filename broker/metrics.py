@@ -42,6 +42,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from protocol import records as rec
 from protocol.schema import API_NAMES
 from storage.log import FLUSH_STATS
+from .config import parse_metrics_listener
 
 log = logging.getLogger("minikafka.metrics")
 
@@ -216,17 +217,6 @@ def make_registry(broker) -> CollectorRegistry:
     return registry
 
 
-def parse_listener(text: str) -> tuple[str, int]:
-    text = text.strip()
-    for prefix in ("http://",):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    host, _, port = text.rpartition(":")
-    if not port.isdigit():
-        raise ValueError(f"metrics.listener must be host:port, got {text!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 async def _handle_http(stream: trio.SocketStream, registry: CollectorRegistry) -> None:
     try:
         buf = b""
@@ -263,7 +253,7 @@ async def _handle_http(stream: trio.SocketStream, registry: CollectorRegistry) -
 
 async def serve_metrics(broker, task_status=trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``GET /metrics`` on ``metrics.listener`` until cancelled."""
-    host, port = parse_listener(broker.config["metrics.listener"])
+    host, port = parse_metrics_listener(broker.config["metrics.listener"])  # validated at start
     registry = make_registry(broker)
     listeners = await trio.open_tcp_listeners(port, host=None if host in ("", "0.0.0.0") else host)
     bound = listeners[0].socket.getsockname()

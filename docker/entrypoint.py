@@ -16,8 +16,14 @@ Container defaults (each overridable by its variable): ``listeners``
 ``PLAINTEXT://<hostname>:9092``, ``log.dirs`` ``/var/lib/minikafka/data``.
 
 ``docker run IMAGE`` starts the broker; ``docker run IMAGE --override k=v``
-adds flags; ``docker run IMAGE minikafka healthcheck`` (or any other command)
-runs that command instead.
+adds flags; ``entrypoint.py healthcheck`` (the image's HEALTHCHECK) runs
+``minikafka healthcheck`` with the same configuration, so it probes the
+listeners this broker is configured with and checks that the broker answering
+there is this one; any other command (``minikafka dump-log``, ``sh``) runs
+instead of the broker.
+
+Under host networking (``network_mode: host``) set ``KAFKA_LISTENERS`` to a
+loopback address: the default ``0.0.0.0`` binds every interface of the host.
 """
 from __future__ import annotations
 
@@ -58,19 +64,24 @@ def properties_from_env(environ: dict[str, str]) -> dict[str, str]:
     return props
 
 
-def broker_command(environ: dict[str, str], args: list[str], hostname: str | None = None,
-                   python: str = sys.executable) -> list[str]:
+def config_flags(environ: dict[str, str], hostname: str | None = None) -> list[str]:
+    """The broker's configuration as ``--config``/``--override`` flags."""
     props = {"listeners": f"PLAINTEXT://0.0.0.0:{PORT}",
              "advertised.listeners": f"PLAINTEXT://{hostname or socket.gethostname()}:{PORT}",
              "log.dirs": DATA_DIR}
     props.update(properties_from_env(environ))
-    cmd = [python, "-m", "broker"]
+    flags = []
     config = environ.get("MINIKAFKA_CONFIG")
     if config:
-        cmd += ["--config", config]
+        flags += ["--config", config]
     for k, v in props.items():
-        cmd += ["--override", f"{k}={v}"]
-    return cmd + list(args)
+        flags += ["--override", f"{k}={v}"]
+    return flags
+
+
+def broker_command(environ: dict[str, str], args: list[str], hostname: str | None = None,
+                   python: str = sys.executable) -> list[str]:
+    return [python, "-m", "broker", *config_flags(environ, hostname), *args]
 
 
 def command(environ: dict[str, str], argv: list[str], hostname: str | None = None,
@@ -78,12 +89,15 @@ def command(environ: dict[str, str], argv: list[str], hostname: str | None = Non
     """What to exec for ``docker run IMAGE argv...``."""
     if not argv or argv[0].startswith("-"):
         return broker_command(environ, argv, hostname, python)
-    return list(argv)  # another command (e.g. `minikafka healthcheck`, `sh`)
+    if argv[0] == "healthcheck":  # this broker's health, by the same configuration
+        return [python, "-m", "broker", "healthcheck", *config_flags(environ, hostname),
+                *argv[1:]]
+    return list(argv)  # another command (e.g. `minikafka dump-log`, `sh`)
 
 
 def main() -> None:
     cmd = command(dict(os.environ), sys.argv[1:])
-    if cmd[:3] == [sys.executable, "-m", "broker"]:
+    if cmd[:3] == [sys.executable, "-m", "broker"] and cmd[3:4] != ["healthcheck"]:
         shown = " ".join(a for a in cmd[3:])
         print(f"minikafka entrypoint: broker {shown}", file=sys.stderr, flush=True)
     os.execvp(cmd[0], cmd)  # the broker becomes PID 1's process: signals reach it

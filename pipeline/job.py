@@ -8,7 +8,11 @@
 * ``--source kafka``: Spark's own Kafka source with
   ``kafka.isolation.level=read_committed``; the connector comes from
   ``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``
-  (Maven) or ``--jars a.jar,b.jar`` (local files).
+  (Maven) or ``--jars a.jar,dir,...`` (local files; a directory stands for
+  every ``*.jar`` in it).
+
+Without the connector ``--source kafka`` names the missing jars and stops before
+Spark starts. Under ``spark-submit`` its ``--master``, ``--jars`` and ``--packages`` apply.
 
 The aggregate is a streaming ``groupBy(product_id)`` in complete mode whose
 state lives in the checkpoint; each micro-batch writes the whole table as a
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -41,6 +46,14 @@ INVOICE_SCHEMA = ("invoice_id string, purchase_id string, user_id string, produc
                   " purchased_at long")
 
 KAFKA_PACKAGE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+# What --packages {KAFKA_PACKAGE}:4.0.0 resolves to for pyspark 4.0.0 (the version
+# pyproject pins): the jars --jars must supply instead, by artifact name -> file name.
+CONNECTOR_JARS = {
+    "spark-sql-kafka-0-10_2.13": "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+    "spark-token-provider-kafka-0-10_2.13": "spark-token-provider-kafka-0-10_2.13-4.0.0.jar",
+    "kafka-clients": "kafka-clients-3.9.0.jar",
+    "commons-pool2": "commons-pool2-2.12.0.jar",
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -53,7 +66,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="Parquet output directory (snapshots)")
     p.add_argument("--checkpoint", default=env("PIPELINE_CHECKPOINT", "./revenue-checkpoint"))
     p.add_argument("--source", choices=("python", "kafka"), default=env("PIPELINE_SOURCE", "python"))
-    p.add_argument("--master", default=env("SPARK_MASTER", "local[2]"))
+    p.add_argument("--master", default=env("SPARK_MASTER"),
+                   help="Spark master (env SPARK_MASTER; default local[2], or spark-submit's --master)")
     p.add_argument("--starting-offsets", default="earliest")
     p.add_argument("--trigger", default="2 seconds", help="processing-time trigger interval")
     p.add_argument("--shuffle-partitions", type=int, default=2,
@@ -61,7 +75,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-offsets-per-trigger", type=int, default=None,
                    help="--source kafka only: rate limit per micro-batch")
     p.add_argument("--jars", default=env("SPARK_KAFKA_JARS"),
-                   help="comma-separated local jars (spark.jars), e.g. the Kafka connector")
+                   help="comma-separated local jars or directories of jars (spark.jars),"
+                        " e.g. the Kafka connector (env SPARK_KAFKA_JARS)")
     p.add_argument("--packages", default=env("SPARK_JARS_PACKAGES"),
                    help="Maven coordinates (spark.jars.packages)")
     p.add_argument("--keep-snapshots", type=int, default=3)
@@ -71,19 +86,35 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def expand_jars(spec: str | None) -> str | None:
+    """``--jars`` -> ``spark.jars``: a directory stands for its ``*.jar`` (sorted)."""
+    out = []
+    for item in (spec or "").split(","):
+        item = item.strip()
+        if item and Path(item).is_dir():
+            out += sorted(str(j) for j in Path(item).glob("*.jar"))
+        elif item:
+            out.append(item)
+    return ",".join(out) or None
+
+
 def build_spark(args: argparse.Namespace):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-    b = (SparkSession.builder.master(args.master)
-         .appName(f"minikafka-shop-revenue-{args.source}")
+    b = SparkSession.builder
+    if args.master or not launched_by_spark_submit():
+        # a master set here would override spark-submit's --master
+        b = b.master(args.master or "local[2]")
+    b = (b.appName(f"minikafka-shop-revenue-{args.source}")
          .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.streaming.minBatchesToRetain", "10"))
-    if args.jars:
-        b = b.config("spark.jars", args.jars)
+    jars = expand_jars(args.jars)
+    if jars:
+        b = b.config("spark.jars", jars)
     if args.packages:
         b = b.config("spark.jars.packages", args.packages)
     for kv in args.conf:
@@ -92,6 +123,37 @@ def build_spark(args: argparse.Namespace):
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel(args.log_level)
     return spark
+
+
+def launched_by_spark_submit() -> bool:
+    # spark-submit starts the JVM first and hands its gateway to the Python driver
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def missing_connector(args: argparse.Namespace) -> str | None:
+    """For ``--source kafka``: why Spark's Kafka source cannot load, or None.
+
+    Only what ``--jars`` names is checked; ``--packages``, a ``spark.jars*`` ``--conf``
+    or spark-submit (its own --jars/--packages) bring the connector some other way."""
+    if (args.source != "kafka" or args.packages or launched_by_spark_submit()
+            or any(kv.startswith("spark.jars") for kv in args.conf)):
+        return None
+    given = [j for j in (expand_jars(args.jars) or "").split(",") if j]
+    absent = [j for j in given if not Path(j).is_file()]
+    # Maven's file names, or Ivy's (spark.jars.packages, as docker/Dockerfile.spark bakes
+    # them): "<group>_<artifact>-<version>.jar", e.g. org.apache.kafka_kafka-clients-3.9.0.jar
+    names = [re.sub(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+_", "", Path(j).name) for j in given]
+    missing = [jar for artifact, jar in CONNECTOR_JARS.items()
+               if not any(n.startswith(artifact + "-") and n[len(artifact) + 1:][:1].isdigit()
+                          for n in names)]
+    if not (missing or absent):
+        return None
+    why = "; ".join(filter(None, [
+        f"missing {', '.join(missing)}" if missing else "",
+        f"not found: {', '.join(absent)}" if absent else ""]))
+    return (f"--source kafka needs Spark's Kafka connector, which pyspark does not ship: {why}."
+            f" Put the jars in a directory and pass --jars DIR (or SPARK_KAFKA_JARS=DIR),"
+            f" or let Spark fetch them from Maven: --packages {KAFKA_PACKAGE}:4.0.0")
 
 
 def read_invoices_stream(spark, args: argparse.Namespace):
@@ -161,10 +223,24 @@ def start_query(spark, args: argparse.Namespace):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s %(message)s")
+    problem = missing_connector(args)
+    if problem:
+        print(f"pipeline: {problem}", file=sys.stderr, flush=True)
+        return 2
     spark = build_spark(args)
-    query = start_query(spark, args)
+    try:
+        query = start_query(spark, args)
+    except Exception as exc:
+        if "Failed to find data source: kafka" not in str(exc):
+            raise
+        # the connector was expected from spark-submit, --packages or --conf and is not there
+        print(f"pipeline: Spark has no Kafka source: give spark-submit --packages {KAFKA_PACKAGE}:4.0.0"
+              f" or --jars with {', '.join(CONNECTOR_JARS.values())}", file=sys.stderr, flush=True)
+        spark.stop()
+        return 2
     print(f"pipeline: started query {query.id} (source={args.source}, topic={args.topic},"
-          f" output={args.output}, checkpoint={args.checkpoint})", flush=True)
+          f" master={spark.sparkContext.master}, output={args.output},"
+          f" checkpoint={args.checkpoint})", flush=True)
 
     stopping = threading.Event()
 

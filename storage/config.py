@@ -62,7 +62,8 @@ class ConfigDef(NamedTuple):
     name: str
     type: ConfigType
     default: Any
-    validator: Callable[[Any], str | None] | None
+    # None if valid, else the reason, or (the offending part of the value, the reason)
+    validator: Callable[[Any], str | tuple[str, str] | None] | None
     # broker properties that set this config's default, highest precedence first,
     # each with a multiplier to convert its unit (e.g. hours -> ms)
     broker_synonyms: tuple[tuple[str, int], ...]
@@ -86,9 +87,10 @@ def _one_of(*choices):
 
 
 def _list_in(*choices):
+    """Kafka's ValidList: the message names the first element not allowed."""
     def check(v):
         bad = [x for x in v if x not in choices]
-        return f"Invalid value(s) {', '.join(bad)}; allowed: {', '.join(choices)}" if bad else None
+        return (bad[0], f"String must be one of: {', '.join(choices)}") if bad else None
     return check
 
 
@@ -190,14 +192,16 @@ CONFIG_DEFS_BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS + IN
 TOPIC_CONFIG_NAMES = tuple(d.name for d in CONFIG_DEFS)
 
 
-def _parse(d: ConfigDef, raw: Any) -> Any:
-    """Parse a string (or already-typed value) for ``d``; raise ValueError with a Kafka-like message."""
+def _parse(d: ConfigDef, raw: Any, name: str | None = None) -> Any:
+    """Parse a string (or already-typed value) for ``d``; raise ValueError with Kafka's message,
+    which names ``name`` (default: the topic config; a broker property that sets it otherwise)."""
+    name = name or d.name
     if raw is None:
-        raise ValueError(f"Invalid value null for configuration {d.name}")
+        raise ValueError(f"Invalid value null for configuration {name}")
     t = d.type
     if t in (ConfigType.INT, ConfigType.LONG, ConfigType.SHORT):
         if isinstance(raw, bool):
-            raise ValueError(f"Invalid value {raw} for configuration {d.name}: Not a number of type {t.name}")
+            raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type {t.name}")
         if isinstance(raw, int):
             v = raw
         else:
@@ -205,24 +209,24 @@ def _parse(d: ConfigDef, raw: Any) -> Any:
             try:
                 v = int(s)
             except ValueError:
-                raise ValueError(f"Invalid value {raw} for configuration {d.name}: Not a number of type {t.name}") from None
+                raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type {t.name}") from None
         lo, hi = (INT_MIN, INT_MAX) if t == ConfigType.INT else (LONG_MIN, LONG_MAX)
         if t == ConfigType.SHORT:
             lo, hi = -32768, 32767
         if not lo <= v <= hi:
-            raise ValueError(f"Invalid value {raw} for configuration {d.name}: Not a number of type {t.name}")
+            raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type {t.name}")
     elif t == ConfigType.DOUBLE:
         try:
             v = float(raw if not isinstance(raw, str) else raw.strip())
         except ValueError:
-            raise ValueError(f"Invalid value {raw} for configuration {d.name}: Not a number of type DOUBLE") from None
+            raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type DOUBLE") from None
     elif t == ConfigType.BOOLEAN:
         if isinstance(raw, bool):
             v = raw
         else:
             s = str(raw).strip().lower()
             if s not in ("true", "false"):
-                raise ValueError(f"Invalid value {raw} for configuration {d.name}: Expected value to be either true or false")
+                raise ValueError(f"Invalid value {raw} for configuration {name}: Expected value to be either true or false")
             v = s == "true"
     elif t == ConfigType.LIST:
         if isinstance(raw, (list, tuple)):
@@ -234,8 +238,10 @@ def _parse(d: ConfigDef, raw: Any) -> Any:
         v = str(raw).strip()
     if d.validator is not None:
         err = d.validator(v)
+        if isinstance(err, tuple):
+            raise ValueError(f"Invalid value {err[0]} for configuration {name}: {err[1]}")
         if err:
-            raise ValueError(f"Invalid value {raw} for configuration {d.name}: {err}")
+            raise ValueError(f"Invalid value {raw} for configuration {name}: {err}")
     return v
 
 
@@ -309,12 +315,16 @@ class LogConfig:
                     raw = props[prop]
                     try:
                         if mult != 1:
-                            n = int(str(raw).strip())
-                            v = _parse(d, n * mult if n >= 0 else n)
+                            try:
+                                n = int(str(raw).strip())
+                            except ValueError:
+                                raise ValueError(f"Invalid value {raw} for configuration {prop}:"
+                                                 " Not a number of type INT") from None
+                            v = _parse(d, n * mult if n >= 0 else n, name=prop)
                         else:
-                            v = _parse(d, raw)
+                            v = _parse(d, raw, name=prop)
                     except ValueError as e:
-                        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for broker property {prop}: {e}") from None
+                        raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
                     values[d.attr] = tuple(v) if isinstance(v, list) else v
                     sources[d.name] = (prop, str(raw).strip())
                     break

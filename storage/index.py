@@ -16,7 +16,7 @@ import os
 import struct
 import sys
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 from storage.checkpoint import fsync_fd_or_path
 
@@ -193,6 +193,16 @@ class OffsetIndex(_IndexFile):
         self._rel, self._pos = rel, pos
 
     # -- lookup --------------------------------------------------------------
+    def fetch_upper_bound_offset(self, position: int) -> int | None:
+        """Kafka's ``fetchUpperBoundOffset`` for a fetch ending at file ``position``: the offset of
+        the first entry at or after it, None if none. As Kafka's binary search
+        (``AbstractIndex.indexSlotRangeFor``, SMALLEST_UPPER_BOUND) never compares the first
+        entry of its range, an exact match of entry 0 yields entry 1 (None if it is the only one)."""
+        i = bisect_left(self._pos, position)
+        if i == 0 and self._pos and self._pos[0] == position:
+            i = 1
+        return self.base_offset + self._rel[i] if i < len(self._pos) else None
+
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """Largest entry with offset <= target: ``(offset, position)``; ``(base_offset, 0)`` if none."""
         i = bisect_right(self._rel, target_offset - self.base_offset) - 1

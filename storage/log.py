@@ -3,7 +3,7 @@
 Directory ``<log.dir>/<topic>-<partition>/`` holds ``<20-digit base>.log``,
 ``.index``, ``.timeindex`` and (once a transaction aborts in it) ``.txnindex``
 per segment, producer state snapshots ``<offset>.snapshot``, plus
-``partition.metadata``.
+``partition.metadata`` and ``leader-epoch-checkpoint`` (storage.leader_epoch).
 
 Producer state (idempotence, transactions, LSO) lives in
 :class:`storage.producer_state.ProducerStateManager`; this class drives it:
@@ -40,6 +40,7 @@ from storage.checkpoint import fsync_path, read_partition_metadata, write_partit
 from storage.config import COMPRESSION_CODECS, LogConfig
 from storage.cleaner import complete_interrupted_swaps
 from storage.index import CorruptIndexError
+from storage.leader_epoch import LeaderEpochFileCache
 from storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from storage.transaction_index import AbortedTxn
 from storage.validator import validate_client_batch, validate_records
@@ -50,9 +51,6 @@ log = logging.getLogger("minikafka.storage")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
-
-# single node: every partition has leader epoch 0 for its whole life
-LEADER_EPOCH = 0
 
 
 class FlushStats:
@@ -88,6 +86,8 @@ class ReadResult(NamedTuple):
     last_stable_offset: int
     log_end_offset: int
     next_offset: int           # offset after the last returned batch (== fetch offset if none)
+    aborted: list | None = None  # with include_aborted: [(producer_id, first_offset)] (Kafka's
+                                 # abortedTransactions; None where Kafka has none to give)
 
 
 def parse_topic_partition_name(name: str) -> tuple[str, int] | None:
@@ -109,8 +109,8 @@ class UnifiedLog:
         self.partition = partition
         self.config = config
         self.topic_id = topic_id
-        self.leader_epoch = LEADER_EPOCH
         self.on_append: Callable[[], None] | None = None
+        self._batch_base_cache: tuple | None = None  # (key, value) of _batch_base_at
         # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
         # segment) and when flush.messages is reached. None: flush.messages flushes in append
         self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
@@ -134,7 +134,11 @@ class UnifiedLog:
             self.topic_id = read_partition_metadata(dir_path)
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
+        self.leader_epoch_cache = LeaderEpochFileCache(dir_path)
         self._load(had_clean_shutdown)
+        # the epoch stamped on appended batches: the cache's latest once loaded; the log manager
+        # moves it on with become_leader on every start
+        self.leader_epoch = self.leader_epoch_cache.latest_epoch or 0
 
     # ------------------------------------------------------------------ properties
     @property
@@ -152,11 +156,33 @@ class UnifiedLog:
     @property
     def last_stable_offset(self) -> int:
         fuo = self.producer_state.first_unstable_offset()
+        if fuo is not None and fuo < self.log_start_offset:
+            # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose start was deleted
+            # (DeleteRecords, retention) is unstable from the log start offset, as Kafka's offset
+            # metadata gives it: the base offset of the batch holding it (below the log start if
+            # DeleteRecords cut a batch), the log end offset if there is none
+            fuo = self._batch_base_at(self.log_start_offset)
         if fuo is not None and fuo < self.high_watermark:
-            # as Kafka's maybeIncrementFirstUnstableOffset: never below the log start offset
-            # (DeleteRecords may delete the start of an open transaction)
-            return max(fuo, self.log_start_offset)
+            return fuo
         return self.high_watermark
+
+    def _batch_base_at(self, offset: int) -> int:
+        """Kafka's ``convertToOffsetMetadataOrThrow(offset).messageOffset``: base offset of the
+        first batch whose last offset >= ``offset``, else the log end offset (cached per log
+        start and end offset: called for every LSO while a transaction's start is deleted)."""
+        key = (offset, self.next_offset, len(self.segments))
+        cached = self._batch_base_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        base = self.next_offset
+        i = max(bisect_right(self._bases, offset) - 1, 0)
+        for seg in self.segments[i:]:
+            bp = seg.translate_offset(offset)
+            if bp is not None:
+                base = bp.header.base_offset
+                break
+        self._batch_base_cache = (key, base)
+        return base
 
     @property
     def size(self) -> int:
@@ -199,6 +225,7 @@ class UnifiedLog:
         bases.sort()
         kw = self._segment_kwargs()
         segments = [LogSegment(self.dir, b, **kw) for b in bases]
+        recovered: list[LogSegment] = []  # segments validated batch by batch (their epochs are re-read)
 
         if segments:
             # segments that may hold unflushed data after an unclean shutdown: from the one holding the
@@ -214,6 +241,7 @@ class UnifiedLog:
                 truncated = 0
                 if seg.base_offset in swapped:
                     truncated = seg.recover()
+                    recovered.append(seg)
                 elif i >= first_unflushed and not had_clean_shutdown:
                     log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
                              i - first_unflushed, len(segments) - first_unflushed, self.name)
@@ -221,6 +249,7 @@ class UnifiedLog:
                     if missing:
                         log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
                     truncated = seg.recover()
+                    recovered.append(seg)
                 else:
                     try:
                         seg.load_indexes()
@@ -230,6 +259,7 @@ class UnifiedLog:
                     except CorruptIndexError as e:
                         log.warning("Rebuilding index files for %s: %s", seg.log_path, e)
                         truncated = seg.recover()
+                        recovered.append(seg)
                 if not is_last:
                     seg.on_become_inactive()
                 if truncated and not is_last:
@@ -256,7 +286,44 @@ class UnifiedLog:
         self.recovery_point = min(self.recovery_point, self.next_offset)
         # aborted-txn entries for markers beyond a truncated tail must go
         self.active_segment.txn_index.truncate_to(self.next_offset)
+        self._load_leader_epochs(recovered)
         self._rebuild_producer_state()
+
+    def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
+        """Kafka's LogLoader: the epochs stamped on recovered batches are added to the cache
+        (all batches when the checkpoint file is missing or unreadable), then the cache is
+        cut to the recovered log: entries at or beyond the log end offset (a torn tail, or
+        an epoch in which nothing was written) and before the log start offset go."""
+        cache = self.leader_epoch_cache
+        found = []
+        for seg in (recovered if cache.loaded_from_file else self.segments):
+            if seg not in self.segments:
+                continue  # deleted after corruption in an earlier segment
+            for bp in seg.iter_batches():
+                epoch = bp.header.partition_leader_epoch
+                latest = found[-1][0] if found else cache.latest_epoch
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    found.append((epoch, bp.header.base_offset))
+        if found:
+            log.info("Partition %s: leader epochs from the log's batches: %s", self.name, found)
+            cache.assign_all(found)
+        # in memory only (the next load cuts the file's entries again); become_leader writes it
+        cache.truncate_from_end(self.next_offset, write=False)
+        cache.truncate_from_start(self.log_start_offset, write=False)
+
+    def become_leader(self, epoch: int) -> None:
+        """This broker leads the partition from now on in ``epoch`` (Kafka's ``makeLeader``):
+        appended batches carry it and it starts at the log end offset in the epoch cache."""
+        self.leader_epoch = epoch
+        self.leader_epoch_cache.assign(epoch, self.next_offset)
+
+    def leader_epoch_of_offset(self, offset: int) -> int:
+        """The partition leader epoch stamped on the batch holding ``offset`` (-1 if none)."""
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return -1
+        bp = self.segments[i].translate_offset(offset)
+        return bp.header.partition_leader_epoch if bp is not None and bp.header.partition_leader_epoch >= 0 else -1
 
     @staticmethod
     def _missing_index_files(seg: LogSegment) -> list[str]:
@@ -278,22 +345,20 @@ class UnifiedLog:
         self.high_watermark = offset
         self.recovery_point = offset
         self.log_start_offset = offset
+        self.leader_epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
 
     # ------------------------------------------------------------------ append
-    def append(self, records, *, now_ms: int | None = None, is_from_client: bool = True,
-               origin: str | None = None) -> AppendResult:
+    def append(self, records, *, now_ms: int | None = None, origin: str = "client") -> AppendResult:
         """Validate, assign offsets and append one or more batches (all or nothing).
 
-        ``is_from_client`` False is the coordinator/internal path (Kafka's
-        ``AppendOrigin.COORDINATOR``): control batches allowed, client-only
-        checks skipped; offsets are still assigned. ``origin`` is the same
-        choice by Kafka's name: ``"client"`` (default) or ``"coordinator"``.
+        ``origin`` is Kafka's ``AppendOrigin``: ``"client"`` (a produce request) or
+        ``"coordinator"`` (markers, the coordinators' own records): control batches
+        allowed, client-only checks skipped; offsets are still assigned.
         """
-        if origin is not None:
-            if origin not in ("client", "coordinator"):
-                raise ValueError(f"unknown append origin {origin!r}")
-            is_from_client = origin == "client"
+        if origin not in ("client", "coordinator"):
+            raise ValueError(f"unknown append origin {origin!r}")
+        is_from_client = origin == "client"
         if self._closed:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
         if now_ms is None:
@@ -360,6 +425,11 @@ class UnifiedLog:
                 return AppendResult(prepared.first_offset, prepared.last_offset, prepared.log_append_time_ms,
                                     self.log_start_offset, num_records)
 
+        cache = self.leader_epoch_cache
+        if cache.latest_epoch != epoch or cache.file_behind:
+            # the current epoch's entry went with a truncation or was never made (Kafka's
+            # maybeAssignEpochStartOffset), or the file lags the load's cuts: before the write
+            cache.assign(epoch, first_offset)
         seg = self.active_segment
         if self._should_roll(seg, total, max_ts, offset - 1, now_ms):
             seg = self.roll(now_ms)
@@ -416,7 +486,7 @@ class UnifiedLog:
 
     # ------------------------------------------------------------------ read
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one: bool = True) -> ReadResult:
+             min_one: bool = True, include_aborted: bool = False) -> ReadResult:
         """Whole batches from the batch containing ``fetch_offset``.
 
         Stops before a batch whose base offset >= ``max_offset`` (exclusive
@@ -424,6 +494,13 @@ class UnifiedLog:
         except that with ``min_one`` a first batch larger than ``max_bytes`` is
         returned whole. May continue into following segments while budget is
         left. OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset].
+
+        ``include_aborted`` (read_committed) also lists the aborted transactions
+        a consumer needs, as Kafka's ``LocalLog.read`` / ``addAbortedTransactions``
+        do: from ``fetch_offset`` up to a bound taken from the offset index of the
+        segment read (the first entry at or after the end of what Kafka would
+        slice; else the next segment's base offset; else the log end offset), so
+        the list may name transactions beyond the returned data.
         """
         leo = self.next_offset
         if fetch_offset < self.log_start_offset or fetch_offset > leo:
@@ -435,7 +512,7 @@ class UnifiedLog:
             max_offset = hw
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
-            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
+            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
         segments = self.segments
         i = bisect_right(self._bases, fetch_offset) - 1
         if i < 0:
@@ -444,21 +521,39 @@ class UnifiedLog:
         remaining = max_bytes
         first = min_one
         next_offset = fetch_offset
+        read_from = None  # (segment index, SegmentRead) of the first segment read: Kafka reads only that one
         while i < len(segments):
             r = segments[i].read(next_offset, remaining, max_offset, first)
-            i += 1
             if r is None:
+                i += 1
                 continue  # nothing at or after next_offset in this segment
-            data, nxt, at_end = r
-            if data:
-                parts.append(data)
-                remaining -= len(data)
-                next_offset = nxt
+            if read_from is None:
+                read_from = (i, r)
+            i += 1
+            if r.data:
+                parts.append(r.data)
+                remaining -= len(r.data)
+                next_offset = r.next_offset
                 first = False
-            if not at_end or remaining <= 0 or next_offset >= max_offset:
+            if not r.at_end or remaining <= 0 or next_offset >= max_offset:
                 break
         data = parts[0] if len(parts) == 1 else b"".join(parts)
-        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset)
+        aborted = None
+        if include_aborted and read_from is not None:
+            aborted = self._aborted_for_read(fetch_offset, read_from[0], read_from[1], next_offset)
+        return ReadResult(data, hw, self.log_start_offset, lso, leo, next_offset, aborted)
+
+    def _aborted_for_read(self, fetch_offset: int, seg_index: int, r, next_offset: int) -> list[tuple[int, int]]:
+        """Kafka's ``addAbortedTransactions`` for a read of segment ``seg_index``."""
+        segments = self.segments
+        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + r.fetch_size)
+        if bound is None:
+            bound = segments[seg_index + 1].base_offset if seg_index + 1 < len(segments) else self.next_offset
+        # Kafka returns one segment's data; we may return more, whose aborted transactions the
+        # consumer needs too
+        bound = max(bound, next_offset)
+        return [(t.producer_id, t.first_offset)
+                for t in self.collect_aborted_txns(fetch_offset, bound, start_segment=seg_index)]
 
     # ------------------------------------------------------------------ transactions (producer state)
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[tuple[int, int]]:
@@ -466,17 +561,20 @@ class UnifiedLog:
         ``[fetch_offset, upper_bound_offset)`` for read_committed fetches."""
         return [(t.producer_id, t.first_offset) for t in self.collect_aborted_txns(fetch_offset, upper_bound_offset)]
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int,
+                             start_segment: int | None = None) -> list[AbortedTxn]:
         """Kafka's ``collectAbortedTransactions``: every aborted transaction with
         ``last_offset >= fetch_offset`` and ``first_offset < upper_bound_offset``. A
         transaction is indexed in the segment holding its marker, which is at or after
         the segment holding ``fetch_offset`` if the marker is >= ``fetch_offset``; the
-        scan stops at the first entry whose LSO reaches the upper bound."""
+        scan starts there (or at ``start_segment``, the segment a fetch read) and stops at
+        the first entry whose LSO reaches the upper bound."""
         out: list[AbortedTxn] = []
         segments = self.segments
-        i = bisect_right(self._bases, fetch_offset) - 1
-        if i < 0:
-            i = 0
+        if start_segment is not None:
+            i = start_segment
+        else:
+            i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
         while i < len(segments):
             if segments[i].txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset, out):
                 break
@@ -488,9 +586,10 @@ class UnifiedLog:
         ``last_sequence``, ``last_timestamp``, ``coordinator_epoch``, ``current_txn_first_offset``."""
         return self.producer_state.active_producers()
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        """Whether ``producer_id`` has an open transaction on this partition (O(1))."""
-        return self.producer_state.has_ongoing_transaction(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether ``producer_id`` has an open transaction on this partition (of
+        ``producer_epoch``, if given; O(1))."""
+        return self.producer_state.has_ongoing_transaction(producer_id, producer_epoch)
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """``producer.id.expiration.ms``: drop idle producers without an open transaction."""
@@ -567,12 +666,15 @@ class UnifiedLog:
         return best.find_max_timestamp_offset()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """OffsetsForLeaderEpoch: ``(epoch, end offset)``. A single node has one leader epoch (0)
-        for the log's whole life, so that epoch ends at the LEO and any other is unknown (-1, -1),
-        as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers."""
-        if epoch == self.leader_epoch:
-            return epoch, self.next_offset
-        return -1, -1
+        """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)
+        when unknown (Kafka's ``UnifiedLog.endOffsetForEpoch``)."""
+        found = self.leader_epoch_cache.end_offset_for(epoch, self.next_offset)
+        return (-1, -1) if found[1] == -1 else found
+
+    def earliest_leader_epoch(self) -> int:
+        """ListOffsets EARLIEST: the first cached epoch if it covers the log start offset, else -1."""
+        first = self.leader_epoch_cache.earliest_entry()
+        return first[0] if first is not None and first[1] <= self.log_start_offset else -1
 
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Put ``new_segment`` where the adjacent ``old_segments`` were (in memory only: the
@@ -679,6 +781,7 @@ class UnifiedLog:
         return len(deletable)
 
     def _log_start_offset_changed(self) -> None:
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         if self.on_log_start_offset_change is not None:
             self.on_log_start_offset_change(self)
 
@@ -696,6 +799,7 @@ class UnifiedLog:
         active.truncate_to(offset)
         active.open_for_append()
         self.next_offset = active.next_offset
+        self.leader_epoch_cache.truncate_from_end(self.next_offset)
         self.high_watermark = min(self.high_watermark, self.next_offset)
         self.recovery_point = min(self.recovery_point, self.next_offset)
         self._rebuild_producer_state()
@@ -722,6 +826,8 @@ class UnifiedLog:
             if end <= self.recovery_point:
                 return
             t0 = time.monotonic()
+            # the epoch cache first: no epoch of data made durable is missing from its file
+            self.leader_epoch_cache.flush()
             segments = list(self.segments)
             bases = [s.base_offset for s in segments]
             start = max(0, bisect_right(bases, self.recovery_point) - 1)

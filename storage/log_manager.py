@@ -7,9 +7,15 @@ Per log dir: ``meta.properties`` (version, node.id, cluster.id, directory.id),
 exclusively while a broker uses the dir, see :class:`DirLock`), and one
 ``<topic>-<partition>`` directory per partition.
 
-Topic metadata (id, partition count, config overrides) is what Kafka keeps in
-its KRaft metadata log; we keep it in ``minikafka-topics.json`` in the first
-log dir (our analogue of ``metadata.log.dir``), written atomically.
+Topic metadata (id, partition count, config overrides, each partition's leader
+epoch) is what Kafka keeps in its KRaft metadata log; we keep it in
+``minikafka-topics.json`` in the first log dir (our analogue of
+``metadata.log.dir``), written atomically.
+
+Leader epochs: a partition starts at 0; every broker start moves every partition
+on by 2, as a one-node KRaft Kafka does on a restart (the controller fences the
+broker, the partition loses its leader: + 1; the broker is unfenced and elected
+again: + 1).
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import re
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping, NamedTuple
 
 from protocol.errors import ErrorCode, KafkaError
@@ -110,6 +117,18 @@ def validate_topic_name(name: str) -> None:
                          f"alphanumerics, '.', '_' and '-'")
 
 
+def _in_parallel(fn, items: list) -> None:
+    """``fn`` over ``items`` in a few threads (file system work that waits on the disk; the
+    items must be independent). Errors are raised."""
+    if len(items) <= 1:
+        for item in items:
+            fn(item)
+        return
+    with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+        for f in [pool.submit(fn, item) for item in items]:
+            f.result()
+
+
 def _unify_collision_chars(name: str) -> str:
     return name.replace(".", "_")
 
@@ -126,6 +145,8 @@ class LogManager:
         self._topics: dict[str, TopicInfo] = {}
         self._configs: dict[str, LogConfig] = {}
         self._logs: dict[tuple[str, int], UnifiedLog] = {}
+        # each partition's leader epoch (the metadata's; the log stamps it on batches)
+        self._leader_epochs: dict[tuple[str, int], int] = {}
         self._log_dir_of: dict[tuple[str, int], str] = {}
         self._locks: list[DirLock] = []
         self._loaded = False
@@ -197,12 +218,38 @@ class LogManager:
             for p in range(info.num_partitions):
                 if (name, p) not in self._logs:
                     log.warning("Partition %s-%d has no log directory; creating an empty one", name, p)
-                    self._create_partition_log(info, p)
-        self._write_topics_store()
+                    self._create_partition_log(info, p, self._leader_epochs.get((name, p), 0))
+        self._lead_every_partition()
         for d in self.log_dirs:
             remove_clean_shutdown(d)
         self._loaded = True
         self.checkpoint()
+
+    def _lead_every_partition(self) -> None:
+        """This start is a restart of the one broker: each partition's leader epoch moves on by
+        2 (fenced, then elected again). The new epochs are in the topics store before any batch
+        carries them; then each log starts its epoch at its log end offset, with its epoch
+        cache file written and fsynced (for all partitions in parallel: one after another,
+        a start would wait for hundreds of file replacements and fsyncs)."""
+        for tp, ulog in self._logs.items():
+            self._leader_epochs[tp] = max(self._leader_epochs.get(tp, 0), ulog.leader_epoch) + 2
+        self._write_topics_store()
+
+        def lead(tp_log):
+            tp, ulog = tp_log
+            ulog.become_leader(self._leader_epochs[tp])
+            ulog.leader_epoch_cache.flush()
+        _in_parallel(lead, list(self._logs.items()))
+
+    @staticmethod
+    def _sync_leader_epoch_caches(logs: list[UnifiedLog]) -> None:
+        """fsync the epoch cache files of new partitions (in parallel)."""
+        _in_parallel(lambda ulog: ulog.leader_epoch_cache.flush(), logs)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's current leader epoch (-1 if there is no such partition)."""
+        ulog = self._logs.get((topic, partition))
+        return ulog.leader_epoch if ulog is not None else -1
 
     def _config_for(self, overrides: Mapping[str, str]) -> LogConfig:
         try:
@@ -262,6 +309,8 @@ class LogManager:
             try:
                 out[name] = TopicInfo(name, uuid_from_base64(t["topic_id"]), int(t["num_partitions"]),
                                       {str(k): str(v) for k, v in t.get("configs", {}).items()})
+                for p, epoch in enumerate(t.get("leader_epochs", [])):  # absent: written before epochs moved
+                    self._leader_epochs[(name, p)] = int(epoch)
             except (KeyError, ValueError) as e:
                 log.error("Ignoring malformed entry for topic %s in %s: %s", name, self._topics_path, e)
         return out
@@ -269,7 +318,8 @@ class LogManager:
     def _write_topics_store(self) -> None:
         doc = {"version": 1, "topics": {
             name: {"topic_id": uuid_to_base64(t.topic_id), "num_partitions": t.num_partitions,
-                   "configs": dict(t.configs)}
+                   "configs": dict(t.configs),
+                   "leader_epochs": [self._leader_epochs.get((name, p), 0) for p in range(t.num_partitions)]}
             for name, t in sorted(self._topics.items())}}
         atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
@@ -292,11 +342,14 @@ class LogManager:
             counts[d] = counts.get(d, 0) + 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
-    def _create_partition_log(self, info: TopicInfo, partition: int) -> UnifiedLog:
+    def _create_partition_log(self, info: TopicInfo, partition: int, leader_epoch: int = 0) -> UnifiedLog:
         d = self._next_log_dir()
         path = os.path.join(d, f"{info.name}-{partition}")
         ulog = UnifiedLog(path, info.name, partition, self._configs[info.name], topic_id=info.topic_id)
         self._register(ulog, d)
+        # a new partition starts at leader epoch 0 (its cache file is fsynced by the caller)
+        self._leader_epochs[(info.name, partition)] = leader_epoch
+        ulog.become_leader(leader_epoch)
         return ulog
 
     def _require_topic(self, name: str) -> TopicInfo:
@@ -345,11 +398,13 @@ class LogManager:
             for p in range(num_partitions):
                 ulog = self._logs.pop((name, p), None)
                 self._log_dir_of.pop((name, p), None)
+                self._leader_epochs.pop((name, p), None)
                 if ulog is not None:
                     ulog.delete()
             del self._topics[name]
             del self._configs[name]
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Cannot create logs for topic {name}: {e}") from e
+        self._sync_leader_epoch_caches([self._logs[(name, p)] for p in range(num_partitions)])
         self._write_topics_store()
         log.info("Created topic %s with %d partitions (id %s)", name, num_partitions, uuid_to_base64(info.topic_id))
         return info
@@ -363,6 +418,7 @@ class LogManager:
         for p in range(info.num_partitions):
             ulog = self._logs.pop((name, p), None)
             self._log_dir_of.pop((name, p), None)
+            self._leader_epochs.pop((name, p), None)
             if ulog is None:
                 continue
             ulog.close()
@@ -392,6 +448,7 @@ class LogManager:
             return new_info
         for p in range(info.num_partitions, new_total):
             self._create_partition_log(new_info, p)
+        self._sync_leader_epoch_caches([self._logs[(name, p)] for p in range(info.num_partitions, new_total)])
         self._topics[name] = new_info
         self._write_topics_store()
         return new_info

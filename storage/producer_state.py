@@ -106,6 +106,28 @@ class CompletedTxn(NamedTuple):
     is_aborted: bool
 
 
+class VerificationStateEntry:
+    """A transactional append being verified with the transaction coordinator (Kafka's
+    VerificationStateEntry, KIP-890 part 1): created when a producer's first batch of a
+    transaction on this partition is checked, removed when any transactional batch (data or
+    marker) of that producer is appended. While it exists, a batch with a sequence above the
+    lowest one seen is refused (OUT_OF_ORDER_SEQUENCE_NUMBER), so a batch whose verification
+    failed retriably cannot be overtaken by a later one. In-memory only, like Kafka's."""
+    __slots__ = ("timestamp", "lowest_sequence", "epoch")
+
+    def __init__(self, timestamp: int, sequence: int, epoch: int):
+        self.timestamp = timestamp
+        self.lowest_sequence = sequence
+        self.epoch = epoch
+
+    def maybe_update_lowest_sequence_and_epoch(self, sequence: int, epoch: int) -> None:
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.lowest_sequence = sequence
+
+
 class ProducerStateEntry:
     """State of one producer id on one partition."""
     __slots__ = ("producer_id", "producer_epoch", "coordinator_epoch", "last_timestamp",
@@ -160,13 +182,16 @@ class ProducerAppendInfo:
     and accumulates the would-be new state (Kafka's ``ProducerAppendInfo``). Nothing is
     changed until :meth:`ProducerStateManager.apply_append`."""
     __slots__ = ("name", "producer_id", "current", "origin", "epoch", "coordinator_epoch", "last_timestamp",
-                 "txn_first", "batches", "started_txn")
+                 "txn_first", "batches", "started_txn", "verification", "transactional")
 
-    def __init__(self, name: str, producer_id: int, current: ProducerStateEntry | None, origin: int):
+    def __init__(self, name: str, producer_id: int, current: ProducerStateEntry | None, origin: int,
+                 verification: VerificationStateEntry | None = None):
         self.name = name
         self.producer_id = producer_id
         self.current = current
         self.origin = origin
+        self.verification = verification
+        self.transactional = False  # a transactional batch (data or marker) is in this append
         if current is None:
             self.epoch = NO_PRODUCER_EPOCH
             self.coordinator_epoch = -1
@@ -189,6 +214,12 @@ class ProducerAppendInfo:
                              f"{producer_epoch}, which is smaller than the last seen epoch {self.epoch}")
 
     def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
+        v = self.verification
+        if v is not None and first_seq > v.lowest_sequence:
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"Out of order sequence number for producer {self.producer_id} at offset {offset} in "
+                             f"partition {self.name}: {first_seq} (incoming seq. number), {v.lowest_sequence} "
+                             f"(earliest seen sequence)")
         if producer_epoch != self.epoch:
             if first_seq != 0 and self.epoch != NO_PRODUCER_EPOCH:
                 raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -228,6 +259,8 @@ class ProducerAppendInfo:
         if len(batches) > NUM_BATCHES_TO_RETAIN:
             del batches[0]
         self.last_timestamp = timestamp
+        if transactional:
+            self.transactional = True
         if self.txn_first >= 0:
             if not transactional and origin != ORIGIN_REPLAY:
                 raise KafkaError(ErrorCode.INVALID_TXN_STATE,
@@ -239,14 +272,12 @@ class ProducerAppendInfo:
 
     def append_end_txn_marker(self, commit: bool, coordinator_epoch: int, producer_epoch: int, offset: int,
                               timestamp: int) -> CompletedTxn | None:
+        # Kafka (transaction.version 1) checks nothing else: a marker is written whether or not
+        # a transaction is open (an entry is created for an unknown producer), a higher epoch
+        # becomes the producer's epoch, and an admin's marker (KIP-664) is fenced like any
+        # other by a lower coordinator epoch (-1 included).
         self._check_producer_epoch(producer_epoch, offset)
-        if coordinator_epoch < 0:
-            # an administrator's marker (KIP-664 abort; kafka-python's AbortTransactionSpec sends
-            # -1 by default): not fenced by the coordinator epoch, and it does not lower it.
-            # Kafka would compare -1 like any epoch; the broker's WriteTxnMarkers handler applies
-            # the admin checks instead (exact producer epoch, open transaction).
-            coordinator_epoch = self.coordinator_epoch
-        elif self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
+        if self.coordinator_epoch > coordinator_epoch and self.origin != ORIGIN_REPLAY:
             raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
                              f"Invalid coordinator epoch for producerId {self.producer_id} at offset {offset} in "
                              f"partition {self.name}: {coordinator_epoch} (zombie), {self.coordinator_epoch} (current)")
@@ -259,6 +290,7 @@ class ProducerAppendInfo:
         self.txn_first = -1
         self.started_txn = -1
         self.last_timestamp = timestamp
+        self.transactional = True
         return completed
 
 
@@ -344,6 +376,7 @@ class ProducerStateManager:
         # (offsets only grow; reloads insert sorted), so the first key is the earliest
         self.ongoing_txns: dict[int, int] = {}
         self.snapshots: list[int] = list_snapshot_offsets(log_dir)
+        self.verifications: dict[int, VerificationStateEntry] = {}
         # offset of the state last written or loaded (Kafka's lastSnapOffset): no new
         # snapshot is written at or below it
         self.last_snap_offset = 0
@@ -387,7 +420,8 @@ class ProducerStateManager:
             else:
                 info = infos.get(pid)
             if info is None:
-                info = infos[pid] = ProducerAppendInfo(self.name, pid, producers.get(pid), origin)
+                info = infos[pid] = ProducerAppendInfo(self.name, pid, producers.get(pid), origin,
+                                                       self.verifications.get(pid))
             if marker is not None:
                 commit, coordinator_epoch, ts = marker
                 c = info.append_end_txn_marker(commit, coordinator_epoch, h.producer_epoch, first, ts)
@@ -408,6 +442,9 @@ class ProducerStateManager:
         infos, completed = prepared
         for info in infos.values():
             self._update(info)
+            if info.transactional:
+                # the transaction has a first offset here, or is over: nothing left to verify
+                self.verifications.pop(info.producer_id, None)
         if completed:
             for c in completed:
                 self._complete_txn(c, txn_index)
@@ -474,9 +511,19 @@ class ProducerStateManager:
             self._complete_txn(completed, txn_index)
 
     # ------------------------------------------------------------------ queries
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Kafka's hasOngoingTransaction: with an epoch, only a transaction of that epoch counts."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset >= 0
+        return (entry is not None and entry.current_txn_first_offset >= 0
+                and (producer_epoch is None or entry.producer_epoch == producer_epoch))
+
+    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int, now_ms: int) -> None:
+        """Kafka's maybeCreateVerificationStateEntry (see VerificationStateEntry)."""
+        v = self.verifications.get(producer_id)
+        if v is None:
+            self.verifications[producer_id] = VerificationStateEntry(now_ms, sequence, epoch)
+        else:
+            v.maybe_update_lowest_sequence_and_epoch(sequence, epoch)
 
     def first_unstable_offset(self) -> int | None:
         """First offset of the earliest ongoing transaction (caps the LSO), or None."""
@@ -500,6 +547,8 @@ class ProducerStateManager:
                    if e.current_txn_first_offset < 0 and now_ms - e.last_timestamp >= expiration_ms]
         for pid in expired:
             del self.producers[pid]
+        for pid in [pid for pid, v in self.verifications.items() if now_ms - v.timestamp >= expiration_ms]:
+            del self.verifications[pid]
         return len(expired)
 
     def on_log_start_offset_incremented(self, log_start_offset: int, log_end_offset: int) -> None:

@@ -33,6 +33,7 @@ SWAP_SUFFIX = ".swap"
 
 INT32_MAX = 2147483647
 _OFFSET_LENGTH = struct.Struct(">qi")
+_BASE_OFFSET = struct.Struct(">q")
 _HEADER_SIZE = rec.HEADER_SIZE
 _unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
 _make_header = BatchHeader._make
@@ -55,6 +56,17 @@ class BatchPosition(NamedTuple):
     """Where a batch sits in a segment file."""
     position: int
     header: BatchHeader
+
+
+class SegmentRead(NamedTuple):
+    """What :meth:`LogSegment.read` found."""
+    data: bytes | memoryview  # whole batches (possibly empty)
+    next_offset: int          # offset after the last returned batch (the start offset if none)
+    at_end: bool              # the data runs to the end of the segment
+    position: int             # file position of the first batch (Kafka's fetch offset metadata)
+    fetch_size: int           # bytes Kafka's LogSegment.read would slice from there: min(position of
+                              # max_offset's batch or segment end, max size) - position; Kafka also
+                              # sends a trailing partial batch, we trim it
 
 
 class InvalidBatch(Exception):
@@ -251,27 +263,27 @@ class LogSegment:
 
     # ------------------------------------------------------------------ read
     def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
-             min_one: bool = False) -> tuple[bytes, int, bool] | None:
+             min_one: bool = False) -> SegmentRead | None:
         """Read whole batches starting with the batch containing ``start_offset``.
 
         Stops before a batch whose base offset >= ``max_offset``, and after at
         most ``max_size`` bytes, except that with ``min_one`` the first batch is
-        returned whole even if larger. Returns ``(data, next_offset, at_end)``:
-        ``at_end`` is true when the data runs to the end of the segment (so a
-        caller with budget left may continue in the next segment); data may be
-        b"" if the first batch is too large and not ``min_one``. Returns None
-        if no batch in this segment has an offset >= ``start_offset``.
+        returned whole even if larger. ``at_end`` is true when the data runs to
+        the end of the segment (so a caller with budget left may continue in the
+        next segment); data may be b"" if the first batch is too large and not
+        ``min_one``. Returns None if no batch in this segment has an offset >=
+        ``start_offset``.
         """
         first = self.translate_offset(start_offset)
         if first is None:
             return None
         h = first.header
         if max_offset is not None and h.base_offset >= max_offset:
-            return b"", start_offset, False
+            return SegmentRead(b"", start_offset, False, first.position, 0)
         first_size = h.batch_length + 12
         limit = max(max_size, first_size) if min_one else max_size
         if limit < first_size:
-            return b"", start_offset, False
+            return SegmentRead(b"", start_offset, False, first.position, min(limit, self.size - first.position))
         want = min(limit, self.size - first.position)
         data = self.pread(want, first.position)
         # trim to whole batches and to max_offset (one unpack per batch, in memory)
@@ -280,15 +292,20 @@ class LogSegment:
         pos = 0
         next_offset = start_offset
         last_header_pos = 0
+        fetch_size = n
         while n - pos >= 12:
             base, length = unpack(data, pos)
             if max_offset is not None and base >= max_offset:
+                fetch_size = pos
                 break
             size = length + 12
             if pos + size > n or length < rec.MIN_BATCH_LENGTH:
                 break
             last_header_pos = pos
             pos += size
+        else:
+            if max_offset is not None and pos < n and self._base_offset_at(first.position + pos) >= max_offset:
+                fetch_size = pos  # a header cut by the size limit: Kafka's slice still ends at max_offset
         if pos:
             lh = _make_header(_unpack_header(data, last_header_pos))
             next_offset = lh.base_offset + lh.last_offset_delta + 1
@@ -296,7 +313,11 @@ class LogSegment:
         if pos != n:
             data = memoryview(data)[:pos]  # trim without copying megabytes
         self._read_hint = (next_offset, first.position + pos)
-        return data, next_offset, at_end
+        return SegmentRead(data, next_offset, at_end, first.position, fetch_size)
+
+    def _base_offset_at(self, position: int) -> int:
+        raw = self.pread(8, position)
+        return _BASE_OFFSET.unpack(raw)[0] if len(raw) == 8 else -1
 
     # ------------------------------------------------------------------ timestamps
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:

@@ -72,6 +72,23 @@ def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0
         time.sleep(interval)
 
 
+def transaction_state(bootstrap: str, transactional_id: str) -> str:
+    """The coordinator's state of a transactional id (DescribeTransactions), "" if unknown."""
+    from broker.tools.wire import WireClient
+    with WireClient.to(bootstrap) as c:
+        return c.request(65, 0, {"transactional_ids": [transactional_id]}).transaction_states[0].transaction_state
+
+
+def wait_transaction_done(bootstrap: str, transactional_id: str, timeout: float = 15,
+                          states: tuple[str, ...] = ("CompleteCommit", "CompleteAbort")) -> str:
+    """Wait until the id's last transaction has all its markers written. EndTxn answers
+    once the decision (Prepare*) is durable and the markers follow, as in Kafka, so a
+    test that reads the log or the LSO right after a commit waits here, as a Kafka
+    client would wait for the data."""
+    return wait_until(lambda: (lambda st: st if st in states else None)(transaction_state(bootstrap, transactional_id)),
+                      timeout, message=lambda: f"{transactional_id} is {transaction_state(bootstrap, transactional_id)}")
+
+
 def unique_name(prefix: str = "t") -> str:
     """A topic name that is unique and legal in Kafka ([a-zA-Z0-9._-], <= 249)."""
     clean = re.sub(r"[^a-zA-Z0-9._-]+", "-", prefix).strip("-")[:180] or "t"

@@ -1,17 +1,16 @@
-"""One module per Kafka API, named by its key (as in franz-go's kfake):
-`00_produce.py`, `01_fetch.py`, `18_api_versions.py`, ...
+"""One module per Kafka API, named after the API: `produce.py`, `fetch.py`,
+`init_producer_id.py`, `end_txn.py`, ... (`from broker.handlers import end_txn`).
 
 Each module defines API_KEY, VERSIONS (the range we advertise and serve) and
 `async def handle(conn, header, request) -> dict | None`. Optional:
 `UNSTABLE_VERSIONS` (advertised only with unstable.api.versions.enable).
+Modules without API_KEY (common.py, group_common.py, ...) are shared helpers.
 """
 from __future__ import annotations
 
 import importlib
-import os
-import re
+import pkgutil
 
-from protocol import schema
 
 def advertised_range(handler, broker) -> tuple[int, int]:
     lo, hi = handler.VERSIONS
@@ -30,9 +29,8 @@ def api_versions_body(broker, error_code: int = 0) -> dict:
 
 REGISTRY: dict = {}
 
-for _fn in sorted(os.listdir(os.path.dirname(__file__))):
-    _m = re.match(r"^(\d\d)_\w+\.py$", _fn)
-    if _m:
-        _mod = importlib.import_module(f"{__name__}.{_fn[:-3]}")
-        assert _mod.API_KEY == int(_m.group(1)), _fn
+for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    _mod = importlib.import_module(f"{__name__}.{_info.name}")
+    if hasattr(_mod, "API_KEY"):
+        assert _mod.API_KEY not in REGISTRY, f"API key {_mod.API_KEY}: {_info.name} and {REGISTRY[_mod.API_KEY].__name__}"
         REGISTRY[_mod.API_KEY] = _mod

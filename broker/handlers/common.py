@@ -1,7 +1,7 @@
 """Small helpers shared by handlers."""
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 NO_AUTH_OPS = -2147483648  # "authorized operations not requested"
 
@@ -33,3 +33,16 @@ def fenced_error(code, version: int, fenced_since: int) -> int:
     if code == ErrorCode.PRODUCER_FENCED and version < fenced_since:
         return int(ErrorCode.INVALID_PRODUCER_EPOCH)
     return int(code)
+
+
+def check_leader_epoch(lg, current_leader_epoch: int | None) -> None:
+    """A client's current_leader_epoch against the partition's (Kafka's
+    Partition.checkCurrentLeaderEpoch): older is FENCED_LEADER_EPOCH, newer is
+    UNKNOWN_LEADER_EPOCH, None is "not given". (Kafka reads only -1 as not given in
+    ListOffsets and OffsetForLeaderEpoch, but any negative value in Fetch.)"""
+    if current_leader_epoch is None:
+        return
+    if lg.leader_epoch > current_leader_epoch:
+        raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
+    if lg.leader_epoch < current_leader_epoch:
+        raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)

@@ -1,6 +1,5 @@
-"""Helpers shared by the group/offset handlers (08, 09, 11-16, 28, 42, 47).
-
-Not an API module (the registry only loads files named NN_*.py)."""
+"""Helpers shared by the group/offset handlers (offset_commit, join_group, sync_group,
+txn_offset_commit, ...). Not an API module: it defines no API_KEY."""
 from __future__ import annotations
 
 import time

@@ -356,6 +356,24 @@ def main(argv: list[str], out=None) -> int:
     errors: dict = {}
     rc = 0
     files = [f for arg in args.files + args.more_files for f in arg.split(",") if f]
+    # a file that cannot be read is one line on stderr, before anything is dumped
+    unreadable = 0
+    for path in files:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as e:
+            print(f"minikafka dump-log: {path}: {e.strerror}", file=sys.stderr)
+            unreadable += 1
+            continue
+        stem, suffix = os.path.splitext(os.path.basename(path))
+        if suffix in (".log", ".index", ".timeindex") and not stem.isdigit():
+            # the name is the base offset, as Kafka names them
+            print(f"minikafka dump-log: {path}: not a segment file name (expected"
+                  f" <base offset, 20 digits>{suffix})", file=sys.stderr)
+            unreadable += 1
+    if unreadable:
+        return 1
     for path in files:
         print(f"Dumping {path}", file=out)
         suffix = os.path.splitext(path)[1]
@@ -375,8 +393,10 @@ def main(argv: list[str], out=None) -> int:
                 dump_snapshot(path, out)
             else:
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
-        except FileNotFoundError as e:
-            print(f"{path}: {e.strerror}", file=sys.stderr)
+        except BrokenPipeError:
+            raise  # the reader of stdout left: minikafka's CLI says so once
+        except OSError as e:  # removed or unreadable since the check above
+            print(f"minikafka dump-log: {path}: {e.strerror}", file=sys.stderr)
             rc = 1
     for fname, pairs in errors.get("index", {}).items():
         print(f"Mismatches in :{fname}", file=sys.stderr)

@@ -18,10 +18,10 @@ find-hanging algorithm are those of Kafka's ``TransactionsCommand``:
   whether the partition is still part of that transaction. It is hanging when
   no transactional id is found, or the coordinator does not list the partition.
 * abort --start-offset: DescribeProducers finds the producer whose open
-  transaction starts at that offset; its id and epoch go into a
-  WriteTxnMarkers(ABORT) with coordinator epoch -1 (KIP-664's admin marker):
-  the partition leader only accepts it if that producer's epoch is current and
-  it has an open transaction.
+  transaction starts at that offset; its id, epoch and latest coordinator epoch
+  (0 when the partition has seen none, as Kafka's ``coordinatorEpoch().orElse(0)``)
+  go into a WriteTxnMarkers(ABORT). The partition fences a marker whose coordinator
+  epoch is below the last one it saw, so the tool sends that one, never -1.
 
 Differences from Kafka's tool: find-hanging without --broker-id/--topic
 searches every partition of the cluster (internal topics included: a hanging
@@ -361,8 +361,10 @@ def cmd_abort(admin: Admin, args, out) -> None:
         if not found:
             raise CommandError(f"Could not find any open transactions starting at offset {args.start_offset} "
                                f"on partition {tp[0]}-{tp[1]}")
+        # Kafka's buildAbortSpec: the partition's latest coordinator epoch for the producer,
+        # 0 if it has none (-1): the marker must not be fenced by the coordinator epoch
         pid, epoch = found[0].producer_id, found[0].producer_epoch
-        coordinator_epoch = -1  # KIP-664: the marker comes from an administrator, not a coordinator
+        coordinator_epoch = max(found[0].coordinator_epoch, 0)
     else:
         if args.producer_epoch is None:
             raise CommandError("Missing required argument --producer-epoch")

@@ -703,8 +703,8 @@ class GroupCoordinator:
                     cur = g.offsets.get(tp)
                     if cur is None or cur.older_than(v):
                         g.offsets[tp] = v
-            log.info("group %s: %s %d transactional offsets of producer %d", g.group_id,
-                     "committed" if commit else "aborted", len(pending), producer_id)
+            log.debug("group %s: %s %d transactional offsets of producer %d", g.group_id,
+                      "committed" if commit else "aborted", len(pending), producer_id)
 
     # ============================================================ OffsetFetch
     def fetch_offsets(self, group_id: str, partitions: list[TP] | None, require_stable: bool

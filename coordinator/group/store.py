@@ -138,12 +138,5 @@ class LogOffsetsStore(OffsetsStore):
 
 
 def _append_as_coordinator(lg, batch: bytes, now_ms: int):
-    """UnifiedLog.append with Kafka's AppendOrigin.COORDINATOR, whichever spelling the log takes."""
-    import inspect
-    params = inspect.signature(lg.append).parameters
-    if "origin" in params:
-        return lg.append(batch, now_ms=now_ms, origin="coordinator") if "now_ms" in params \
-            else lg.append(batch, origin="coordinator")
-    if "is_from_client" in params:
-        return lg.append(batch, now_ms=now_ms, is_from_client=False)
-    return lg.append(batch)
+    """UnifiedLog.append with Kafka's AppendOrigin.COORDINATOR."""
+    return lg.append(batch, now_ms=now_ms, origin="coordinator")

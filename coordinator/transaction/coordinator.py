@@ -1,15 +1,28 @@
-"""The transaction coordinator (KIP-98), one node, TV1 semantics.
+"""The transaction coordinator (KIP-98) of one node, with Kafka's TV1 semantics
+(Kafka's TransactionCoordinator, TransactionMetadata and TransactionMarkerChannelManager).
 
-Every transition is prepared under `pending_state` (concurrent requests for the
-same transactional id get CONCURRENT_TRANSACTIONS, as in Kafka), appended to
-`__transaction_state` and flushed, and only then applied to the in-memory
-metadata. PREPARE_COMMIT / PREPARE_ABORT is the commit point: after it is
-durable the markers are written to every partition of the transaction and
-COMPLETE_* is appended. On start, PREPARE_* states found in the log are driven
-to completion.
+Per transactional id: Empty/Complete* --AddPartitionsToTxn--> Ongoing --EndTxn--> Prepare*
+--markers--> Complete*. Every transition is appended to `__transaction_state` before it
+takes effect in memory.
 
-All I/O goes through a `TxnIO` the broker provides, so this module knows no
-sockets, files or event loop.
+There are no locks, because of one invariant: **a request's checks of the metadata and
+the write they justify happen in one synchronous step, with no await between them**
+(trio switches tasks only at an await, so nothing can change the metadata in between).
+The one await inside a transition is the fsync of the commit point (Prepare*); from
+then until Complete* is written, `pending_state` is set and every other request for
+the id gets CONCURRENT_TRANSACTIONS, as Kafka answers while a transition is in flight.
+The broker's produce path keeps the same rule: verification and the append it allows
+are one synchronous step, so a marker can never land between them (KIP-890 part 1).
+
+EndTxn answers once Prepare* is durable. The markers are written afterwards by
+`write_markers`, which the broker runs whenever `TxnIO.markers_due` is signalled, and
+again after the delay it returns while a marker write keeps failing: the transaction
+stays Prepare* until every partition has its marker, and only then is Complete*
+appended. After a restart, Prepare* states read back from the log are finished the
+same way.
+
+All I/O goes through a `TxnIO` the broker provides, so this module knows no sockets,
+files or event loop.
 """
 from __future__ import annotations
 
@@ -19,23 +32,40 @@ from typing import Iterable, Protocol
 from protocol.errors import ErrorCode
 from ..hashing import partition_for
 from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, VALID_PREVIOUS, TransactionMetadata, TxnState,
-                    decode_key, decode_value, encode_key, encode_value)
+                    decode_key, decode_value, encode_key, encode_value, epoch_exhausted)
 
 log = logging.getLogger("minikafka.txn")
 
 S = TxnState
 E = ErrorCode
 OFFSETS_TOPIC = "__consumer_offsets"
+PREPARED = (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+COMPLETE_OF = {S.PREPARE_COMMIT: S.COMPLETE_COMMIT, S.PREPARE_ABORT: S.COMPLETE_ABORT}
+
+# How a marker write's answer is handled (Kafka's TransactionMarkerRequestCompletionHandler):
+# retried until it succeeds (the transaction stays Prepare*) ...
+RETRIABLE_MARKER_ERRORS = {E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, E.NOT_ENOUGH_REPLICAS,
+                           E.NOT_ENOUGH_REPLICAS_AFTER_APPEND, E.REQUEST_TIMED_OUT, E.KAFKA_STORAGE_ERROR}
+# ... the partition can never hold a marker (nor the producer's data): done with it ...
+SKIPPED_MARKER_ERRORS = {E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION}
+# ... the producer's or the coordinator's epoch moved on: stop sending this transaction's
+# markers (it stays Prepare* until the state is reloaded, as in Kafka).
+ABANDONING_MARKER_ERRORS = {E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED}
+MARKER_RETRY_FIRST_S = 0.05
+MARKER_RETRY_MAX_S = 1.0
 
 
 class TxnIO(Protocol):
     def now_ms(self) -> int: ...
     def allocate_producer_id(self) -> int: ...
-    async def append_state(self, partition: int, key: bytes, value: bytes | None, durable: bool) -> None: ...
-    async def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                           commit: bool, coordinator_epoch: int) -> int: ...
+    def append_state(self, partition: int, key: bytes, value: bytes | None) -> None: ...
+    async def flush_state(self, partition: int) -> None: ...
+    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                     commit: bool, coordinator_epoch: int) -> int: ...
+    def markers_due(self) -> None: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
+    def coordinator_epoch(self, state_partition: int) -> int: ...
     def fault(self, point: str) -> None: ...
 
 
@@ -47,21 +77,22 @@ class TxnError(Exception):
 
 class TransactionCoordinator:
     def __init__(self, io: TxnIO, *, num_partitions: int = 50, max_timeout_ms: int = 900000,
-                 id_expiration_ms: int = 604800000, offsets_partitions: int = 50, two_phase_commit: bool = False):
+                 id_expiration_ms: int = 604800000, offsets_partitions: int = 50):
         self.io = io
         self.num_partitions = num_partitions
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
         self.offsets_partitions = offsets_partitions
-        self.two_phase_commit = two_phase_commit
-        self.coordinator_epoch = 0  # one node: the state partitions' leader epoch never changes
         self.txns: dict[str, TransactionMetadata] = {}
-        self.skip_marker_for: set[tuple[str, int]] = set()  # fault hook: markers never written (hanging txns)
+        # Prepare* transactions whose markers are still to be written, in order of decision
+        self._completing: dict[str, TransactionMetadata] = {}
+        self._retry_delay_s = MARKER_RETRY_FIRST_S
+        self._warned: set[str] = set()  # transactional ids whose marker failure was logged
 
     # ------------------------------------------------------------- loading
-    def load(self) -> list[TransactionMetadata]:
-        """Rebuild the cache from __transaction_state; returns transactions whose
-        PREPARE_* must be driven to completion (call `complete_pending`)."""
+    def load(self) -> None:
+        """Rebuild the cache from __transaction_state. Transactions found in Prepare* are
+        decided: their markers are (re)written by `write_markers`."""
         for key, value in self.io.read_state():
             tid = decode_key(key)
             if tid is None:
@@ -71,196 +102,252 @@ class TransactionCoordinator:
                 self.txns.pop(tid, None)
             else:
                 self.txns[tid] = md
-        pending = [md for md in self.txns.values() if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)]
+        for md in self.txns.values():
+            if md.state in PREPARED:
+                self._await_markers(md)
         if self.txns:
-            log.info("loaded %d transactional ids (%d with markers to finish)", len(self.txns), len(pending))
-        return pending
-
-    async def complete_pending(self, pending: list[TransactionMetadata]) -> None:
-        for md in pending:
-            md.pending_state = S.COMPLETE_COMMIT if md.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
-            await self._write_markers_and_complete(md)
+            log.info("loaded %d transactional ids (%d with markers to finish)", len(self.txns), len(self._completing))
 
     def state_partition(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
 
     # --------------------------------------------------------- transitions
-    async def _persist(self, md: TransactionMetadata, new: dict) -> None:
-        """Append the prospective metadata `new` (fields to change) and apply it once durable."""
-        target = new.get("state", md.state)
+    def _candidate(self, md: TransactionMetadata, changes: dict) -> TransactionMetadata:
+        target = changes.get("state", md.state)
         if md.state not in VALID_PREVIOUS[target]:
             raise TxnError(E.INVALID_TXN_STATE, f"{md.transactional_id}: illegal transition {md.state.display} -> {target.display}")
-        candidate = TransactionMetadata(**{**md.copy_fields(), **new, "pending_state": None})
-        candidate.txn_last_update_ms = new.get("txn_last_update_ms", self.io.now_ms())
+        candidate = TransactionMetadata(**{**md.copy_fields(), **changes, "pending_state": None})
+        candidate.txn_last_update_ms = self.io.now_ms()
+        # Kafka's TxnTransitMetadata: the previous producer id is the one before this transition
+        # (InitProducerId accepts it from a producer retrying a producer id rotation)
+        candidate.prev_producer_id = md.producer_id
+        return candidate
+
+    def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> None:
+        self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id),
+                             encode_value(candidate))
+
+    @staticmethod
+    def _apply(md: TransactionMetadata, candidate: TransactionMetadata) -> None:
+        for k, v in candidate.copy_fields().items():
+            setattr(md, k, v)
+        log.debug("%s -> %s (pid %d epoch %d)", md.transactional_id, md.state.display, md.producer_id, md.producer_epoch)
+
+    def _transition(self, md: TransactionMetadata, **changes) -> None:
+        """Append and apply a transition in one synchronous step (no fsync: the record is in
+        the log before the transition takes effect, which survives a kill -9)."""
+        candidate = self._candidate(md, changes)
+        self._append(md, candidate)
+        self._apply(md, candidate)
+
+    async def _end(self, md: TransactionMetadata, commit: bool) -> None:
+        """Ongoing -> Prepare*, the commit point: appended, fsynced (so not even a power cut
+        undoes a decision a client was told about), applied; the markers follow."""
+        self.io.fault("txn.before_prepare")
+        target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        candidate = self._candidate(md, {"state": target})
         md.pending_state = target
         try:
-            # Every record is written before the transition takes effect (which survives a
-            # kill -9, as data appends do). PREPARE_* is the commit point, so it is also
-            # fsynced: once a client is told "committed", even a power cut cannot undo it.
-            await self.io.append_state(self.state_partition(md.transactional_id),
-                                       encode_key(md.transactional_id), encode_value(candidate),
-                                       durable=target in (S.PREPARE_COMMIT, S.PREPARE_ABORT))
+            self._append(md, candidate)
+            await self.io.flush_state(self.state_partition(md.transactional_id))
         except BaseException:
             md.pending_state = None
             raise
-        for k, v in candidate.copy_fields().items():
-            setattr(md, k, v)
-        md.pending_state = None
-        log.debug("%s -> %s (pid %d epoch %d)", md.transactional_id, md.state.display, md.producer_id, md.producer_epoch)
+        self._apply(md, candidate)
+        self._await_markers(md)
+        self.io.fault("txn.after_prepare")
+
+    def _await_markers(self, md: TransactionMetadata) -> None:
+        md.pending_state = COMPLETE_OF[md.state]  # Kafka's prepareComplete: pending while markers are written
+        self._completing[md.transactional_id] = md
+        self.io.markers_due()
 
     # ------------------------------------------------------ InitProducerId
-    async def init_producer_id(self, transactional_id: str, txn_timeout_ms: int, expected_pid: int = -1,
-                               expected_epoch: int = -1, keep_prepared: bool = False) -> tuple[int, int]:
-        """-> (producer_id, epoch); raises TxnError."""
+    async def init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
+                               expected_pid: int = NO_PRODUCER_ID, expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[int, int]:
+        """-> (producer_id, epoch); raises TxnError. `expected_*` are KIP-360's producer id and
+        epoch of a producer recovering its own id (both given or neither: the handler checks)."""
         if transactional_id == "":
             raise TxnError(E.INVALID_REQUEST, "transactional id must not be empty")
-        if keep_prepared and not self.two_phase_commit:
-            raise TxnError(E.INVALID_REQUEST,
-                           "keepPreparedTxn requires transaction.two.phase.commit.enable")
         if txn_timeout_ms <= 0 or txn_timeout_ms > self.max_timeout_ms:
             raise TxnError(E.INVALID_TRANSACTION_TIMEOUT)
+        expected = expected_pid != NO_PRODUCER_ID
         md = self.txns.get(transactional_id)
         if md is None:
-            md = TransactionMetadata(transactional_id, self.io.allocate_producer_id(), txn_timeout_ms=txn_timeout_ms)
+            md = TransactionMetadata(transactional_id, self.io.allocate_producer_id(), txn_timeout_ms=txn_timeout_ms,
+                                     txn_last_update_ms=self.io.now_ms())
             self.txns[transactional_id] = md
-        if md.pending_state is not None:
+        if md.pending_state is not None:  # also every Prepare*: its Complete* is pending
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        if expected_pid != NO_PRODUCER_ID and not self._valid_expected(md, expected_pid, expected_epoch):
+        if expected and not (md.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == md.producer_id
+                             or (expected_pid == md.prev_producer_id and epoch_exhausted(expected_epoch))):
             raise TxnError(E.PRODUCER_FENCED)
-        if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE):
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
-            # A live transaction from an older incarnation: fence its epoch and abort
-            # it; the client retries on CONCURRENT_TRANSACTIONS and then gets a new epoch.
+            # A live transaction of an older incarnation: fence its epoch and abort it. The
+            # client retries on CONCURRENT_TRANSACTIONS and then gets a new epoch.
             await self._fence_and_abort(md)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        # EMPTY / COMPLETE_*: a retry of the same call returns the same epoch
-        if (expected_pid == md.producer_id and expected_epoch == md.last_producer_epoch
-                and md.producer_epoch != NO_PRODUCER_EPOCH and md.state == S.EMPTY and expected_epoch != NO_PRODUCER_EPOCH):
-            return md.producer_id, md.producer_epoch
-        if md.producer_epoch >= MAX_EPOCH - 1:
-            # epoch exhausted: rotate to a fresh producer id
-            new = dict(prev_producer_id=md.producer_id, producer_id=self.io.allocate_producer_id(),
-                       producer_epoch=0, last_producer_epoch=NO_PRODUCER_EPOCH)
+        now = self.io.now_ms()
+        reset = dict(state=S.EMPTY, partitions=set(), txn_start_ms=-1, txn_timeout_ms=txn_timeout_ms)
+        if epoch_exhausted(md.producer_epoch) and (not expected or expected_epoch == md.producer_epoch):
+            # Kafka's prepareProducerIdRotation: a fresh producer id at epoch 0
+            new = dict(reset, producer_id=self.io.allocate_producer_id(),
+                       producer_epoch=0, last_producer_epoch=md.producer_epoch if expected else NO_PRODUCER_EPOCH)
+        elif epoch_exhausted(md.producer_epoch):
+            raise TxnError(E.UNKNOWN_SERVER_ERROR, f"no producer epoch left for producer id {md.producer_id}")
+        elif not expected:
+            # a plain init fences every earlier incarnation: nothing may claim the last epoch
+            new = dict(reset, producer_epoch=md.producer_epoch + 1, last_producer_epoch=NO_PRODUCER_EPOCH)
+        elif md.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == md.producer_epoch:
+            # KIP-360: the current producer recovers; its epoch becomes the last one
+            new = dict(reset, producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
+        elif expected_epoch == md.last_producer_epoch:
+            # a retry of a recovery that succeeded: the same epoch again
+            new = dict(reset, producer_epoch=md.producer_epoch, last_producer_epoch=md.last_producer_epoch)
         else:
-            new = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
-        new.update(state=S.EMPTY, partitions=set(), txn_start_ms=-1, txn_timeout_ms=txn_timeout_ms)
-        await self._persist(md, new)
+            raise TxnError(E.PRODUCER_FENCED, f"expected epoch {expected_epoch} is neither the current "
+                                              f"{md.producer_epoch} nor the last {md.last_producer_epoch}")
+        new["txn_last_update_ms"] = now
+        self._transition(md, **new)
         return md.producer_id, md.producer_epoch
 
-    @staticmethod
-    def _valid_expected(md: TransactionMetadata, pid: int, epoch: int) -> bool:
-        if pid == md.producer_id:
-            return epoch in (md.producer_epoch, md.last_producer_epoch) or md.producer_epoch == NO_PRODUCER_EPOCH
-        return pid == md.prev_producer_id
-
-    # --------------------------------------------------------- validation
-    def _checked(self, transactional_id: str, pid: int, epoch: int) -> TransactionMetadata:
+    # ---------------------------------------------------- AddPartitionsToTxn
+    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
+                       partitions: Iterable[tuple[str, int]]) -> None:
+        if not transactional_id:
+            raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
         if md is None:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
+        # Kafka 4.x checks a pending transition (a transition in flight, or markers still being
+        # written: Complete* pending) before the producer id and epoch, so even a fenced or
+        # unknown producer is told to retry until the transaction settles
+        if md.pending_state is not None:
+            raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.producer_id != pid:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        return md
-
-    # ---------------------------------------------------- AddPartitionsToTxn
-    async def add_partitions(self, transactional_id: str, pid: int, epoch: int,
-                             partitions: Iterable[tuple[str, int]]) -> None:
-        md = self._checked(transactional_id, pid, epoch)
-        if md.state == S.PREPARE_EPOCH_FENCE:
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
         parts = set(partitions)
-        if md.state == S.ONGOING and parts <= md.partitions:
-            return
-        now = self.io.now_ms()
-        new = dict(state=S.ONGOING, partitions=(md.partitions | parts) if md.state == S.ONGOING else parts)
-        if md.state != S.ONGOING:
-            new["txn_start_ms"] = now
-        await self._persist(md, new)
+        if md.state == S.ONGOING:
+            if parts <= md.partitions:
+                return
+            self._transition(md, partitions=md.partitions | parts)
+        else:
+            self._transition(md, state=S.ONGOING, partitions=parts, txn_start_ms=self.io.now_ms())
+
+    def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> None:
+        self.add_partitions(transactional_id, pid, epoch, [self.offsets_partition(group_id)])
+
+    def offsets_partition(self, group_id: str) -> tuple[str, int]:
+        return OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions)
 
     def verify_partitions(self, transactional_id: str, pid: int, epoch: int,
                           partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], ErrorCode]:
-        """AddPartitionsToTxn verifyOnly / produce-path verification: is each partition in
-        this producer's ongoing transaction?"""
+        """AddPartitionsToTxn verifyOnly, as a partition leader asks it before a transactional
+        append (Kafka's handleVerifyPartitionsInTransaction): is each partition in this
+        producer's transaction? A transition in flight is not checked: the append that
+        follows is checked by the partition itself."""
+        parts = list(partitions)
         md = self.txns.get(transactional_id)
-        out = {}
-        for tp in partitions:
-            if md is None or md.producer_id != pid:
-                out[tp] = E.INVALID_PRODUCER_ID_MAPPING
-            elif md.producer_epoch != epoch:
-                out[tp] = E.PRODUCER_FENCED
-            elif md.state != S.ONGOING or tp not in md.partitions:
-                out[tp] = E.INVALID_TXN_STATE
-            else:
-                out[tp] = E.NONE
-        return out
-
-    def verify_offsets_partition(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> ErrorCode:
-        tp = (OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions))
-        return self.verify_partitions(transactional_id, pid, epoch, [tp])[tp]
-
-    async def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> None:
-        await self.add_partitions(transactional_id, pid, epoch,
-                                  [(OFFSETS_TOPIC, partition_for(group_id, self.offsets_partitions))])
+        if not transactional_id:
+            err = E.INVALID_REQUEST
+        elif md is None or md.producer_id != pid:
+            err = E.INVALID_PRODUCER_ID_MAPPING
+        elif md.producer_epoch != epoch:
+            err = E.PRODUCER_FENCED
+        elif md.state in PREPARED:
+            err = E.CONCURRENT_TRANSACTIONS
+        else:
+            return {tp: E.NONE if tp in md.partitions else E.TRANSACTION_ABORTABLE for tp in parts}
+        return {tp: err for tp in parts}
 
     # --------------------------------------------------------------- EndTxn
-    async def end_txn(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> tuple[int, int]:
+    async def end_txn(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> None:
+        """EndTxn from a client (TV1): answers once the decision is durable."""
+        if not transactional_id:
+            raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
         if md is None or md.producer_id != pid:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        if md.pending_state is not None:
+        if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        done, prep = (S.COMPLETE_COMMIT, S.PREPARE_COMMIT) if commit else (S.COMPLETE_ABORT, S.PREPARE_ABORT)
-        if md.state == done:
-            return md.producer_id, md.producer_epoch  # a retry of an EndTxn that completed
-        if md.state == prep:
-            raise TxnError(E.CONCURRENT_TRANSACTIONS)
-        if md.state != S.ONGOING:
-            raise TxnError(E.INVALID_TXN_STATE,
-                           f"EndTxn({'commit' if commit else 'abort'}) in state {md.state.display}")
-        await self._prepare_and_complete(md, commit)
-        return md.producer_id, md.producer_epoch
-
-    async def _prepare_and_complete(self, md: TransactionMetadata, commit: bool, extra: dict | None = None) -> None:
-        self.io.fault("txn.before_prepare")
-        await self._persist(md, dict(extra or {}, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT))
-        self.io.fault("txn.after_prepare")
-        md.pending_state = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
-        await self._write_markers_and_complete(md)
-
-    async def _write_markers_and_complete(self, md: TransactionMetadata) -> None:
-        commit = md.state == S.PREPARE_COMMIT
-        for i, (topic, part) in enumerate(md.sorted_partitions()):
-            if i == 1:
-                self.io.fault("txn.after_first_marker")
-            if (topic, part) in self.skip_marker_for:
-                log.warning("fault injection: skipping %s marker for %s-%d of %s",
-                            "COMMIT" if commit else "ABORT", topic, part, md.transactional_id)
-                continue
-            if not self.io.partition_exists(topic, part):
-                continue  # deleted meanwhile: Kafka drops it from the set too
-            err = await self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch)
-            if err:
-                log.error("marker for %s-%d of %s failed with %s", topic, part, md.transactional_id, ErrorCode(err).name)
-        self.io.fault("txn.after_markers")
-        md.pending_state = None
-        # as Kafka's prepareComplete: a finished transaction holds no partitions
-        await self._persist(md, dict(state=S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, partitions=set()))
+        if md.state == S.ONGOING:
+            await self._end(md, commit)
+            return
+        if md.state == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
+            return  # a retry of an EndTxn that completed
+        raise TxnError(E.INVALID_TXN_STATE, f"EndTxn({'commit' if commit else 'abort'}) in state {md.state.display}")
 
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
-        """Bump the epoch (fencing the current producer) and abort its open transaction."""
-        if md.producer_epoch >= MAX_EPOCH - 1:
-            # no epoch left to fence with: abort with the current one (Kafka logs the same)
-            extra = {}
-        else:
-            extra = dict(producer_epoch=md.producer_epoch + 1, last_producer_epoch=md.producer_epoch)
-        await self._prepare_and_complete(md, commit=False, extra=extra)
+        """Kafka's prepareFenceProducerEpoch + abort: the epoch is bumped (fencing the current
+        producer; Short.MAX_VALUE is never passed) and the open transaction aborted with it.
+        Nobody may claim the old epoch afterwards (last epoch -1)."""
+        # Kafka bumps the epoch in memory before the append: from here on the fenced producer
+        # gets PRODUCER_FENCED, also while the decision is being made durable
+        if md.producer_epoch != MAX_EPOCH:
+            md.producer_epoch += 1
+        md.last_producer_epoch = NO_PRODUCER_EPOCH
+        await self._end(md, commit=False)
+
+    # ------------------------------------------------------------ markers
+    def write_markers(self) -> float | None:
+        """Write every marker still due, appending Complete* for each transaction whose
+        markers are all written. Returns the seconds after which to try again (a marker
+        write failed retriably), or None when nothing is left."""
+        retry = False
+        for md in list(self._completing.values()):
+            if not self._write_markers_of(md):
+                retry = True
+        if not retry:
+            self._retry_delay_s = MARKER_RETRY_FIRST_S
+            return None
+        delay, self._retry_delay_s = self._retry_delay_s, min(self._retry_delay_s * 2, MARKER_RETRY_MAX_S)
+        return delay
+
+    def _write_markers_of(self, md: TransactionMetadata) -> bool:
+        """True when the transaction needs no more attempts (completed or abandoned)."""
+        commit = md.state == S.PREPARE_COMMIT
+        written = 0
+        pending = False
+        for topic, part in md.sorted_partitions():
+            if not self.io.partition_exists(topic, part):
+                md.partitions.discard((topic, part))  # deleted meanwhile: Kafka drops it too
+                continue
+            if written == 1:
+                self.io.fault("txn.after_first_marker")
+            # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
+            coordinator_epoch = self.io.coordinator_epoch(self.state_partition(md.transactional_id))
+            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, coordinator_epoch))
+            if code == E.NONE or code in SKIPPED_MARKER_ERRORS:
+                # as Kafka's removePartition: DescribeTransactions lists only partitions still waiting
+                md.partitions.discard((topic, part))
+                written += 1
+            elif code in ABANDONING_MARKER_ERRORS:
+                log.error("%s marker for %s-%d of %s failed with %s; no more markers are sent for it",
+                          "COMMIT" if commit else "ABORT", topic, part, md.transactional_id, code.name)
+                del self._completing[md.transactional_id]
+                self._warned.discard(md.transactional_id)
+                return True
+            else:
+                if code not in RETRIABLE_MARKER_ERRORS:
+                    log.error("unexpected %s writing a marker to %s-%d of %s; retrying", code.name, topic, part,
+                              md.transactional_id)
+                elif md.transactional_id not in self._warned:
+                    log.warning("%s marker for %s-%d of %s failed with %s; retrying until it is written",
+                                "COMMIT" if commit else "ABORT", topic, part, md.transactional_id, code.name)
+                pending = True
+        if pending:
+            self._warned.add(md.transactional_id)
+            return False
+        self.io.fault("txn.after_markers")
+        del self._completing[md.transactional_id]
+        self._warned.discard(md.transactional_id)
+        # Kafka's prepareComplete: a finished transaction holds no partitions
+        self._transition(md, state=COMPLETE_OF[md.state], partitions=set())
+        return True
 
     # ------------------------------------------------------- background work
     async def abort_timed_out(self) -> int:
@@ -271,26 +358,18 @@ class TransactionCoordinator:
                     and md.txn_start_ms >= 0 and now > md.txn_start_ms + md.txn_timeout_ms):
                 log.info("aborting transaction of %s (pid %d epoch %d): timed out after %d ms",
                          md.transactional_id, md.producer_id, md.producer_epoch, md.txn_timeout_ms)
-                try:
-                    await self._fence_and_abort(md)
-                    n += 1
-                except TxnError as e:
-                    log.warning("timed-out abort of %s failed: %s", md.transactional_id, e)
+                await self._fence_and_abort(md)
+                n += 1
         return n
 
-    async def expire_transactional_ids(self) -> int:
+    def expire_transactional_ids(self) -> int:
         now = self.io.now_ms()
         n = 0
         for md in list(self.txns.values()):
             if (md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.pending_state is None
                     and md.txn_last_update_ms + self.id_expiration_ms <= now):
-                md.pending_state = S.DEAD
-                try:
-                    await self.io.append_state(self.state_partition(md.transactional_id),
-                                               encode_key(md.transactional_id), None, durable=False)
-                finally:
-                    md.pending_state = None
-                self.txns.pop(md.transactional_id, None)
+                self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id), None)
+                del self.txns[md.transactional_id]
                 log.info("expired transactional id %s", md.transactional_id)
                 n += 1
         return n
@@ -304,6 +383,8 @@ class TransactionCoordinator:
                 continue
             if pids and md.producer_id not in pids:
                 continue
-            if min_duration_ms >= 0 and (md.state != S.ONGOING or now - md.txn_start_ms < min_duration_ms):
+            # Kafka's shouldInclude: only a transaction that started within the filter is left
+            # out, so Empty and Complete* ones (start time -1) are always listed
+            if min_duration_ms >= 0 and now - md.txn_start_ms <= min_duration_ms:
                 continue
             yield md

@@ -10,7 +10,10 @@ from protocol import schema
 
 
 class TxnState(enum.IntEnum):
-    # ids are Kafka's TransactionState.id(), stored in TransactionLogValue.TransactionStatus
+    # ids are Kafka's TransactionState.id(), stored in TransactionLogValue.TransactionStatus.
+    # DEAD and PREPARE_EPOCH_FENCE are never entered here (an expired id gets a tombstone; a
+    # fence goes straight to PREPARE_ABORT with the bumped epoch) but they are Kafka's state
+    # names, which ListTransactions accepts as filters.
     EMPTY = 0
     ONGOING = 1
     PREPARE_COMMIT = 2
@@ -27,20 +30,24 @@ class TxnState(enum.IntEnum):
 
 
 S = TxnState
+# The transitions this (TV1) coordinator makes; Kafka's validPreviousStates restricted to them.
 VALID_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
+    S.PREPARE_ABORT: {S.ONGOING},
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
-    S.DEAD: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
-    S.PREPARE_EPOCH_FENCE: {S.ONGOING},
 }
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
+
+
+def epoch_exhausted(epoch: int) -> bool:
+    """Kafka's TransactionMetadata.isEpochExhausted: Short.MAX_VALUE is kept for fencing."""
+    return epoch >= MAX_EPOCH - 1
 
 
 @dataclass
@@ -50,14 +57,14 @@ class TransactionMetadata:
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     prev_producer_id: int = NO_PRODUCER_ID
-    next_producer_id: int = NO_PRODUCER_ID
     txn_timeout_ms: int = 60000
     state: TxnState = TxnState.EMPTY
     partitions: set = field(default_factory=set)  # {(topic, partition)}
     txn_start_ms: int = -1
     txn_last_update_ms: int = -1
     client_txn_version: int = 0
-    # A transition whose log append is in flight; other requests get CONCURRENT_TRANSACTIONS.
+    # A transition in flight (the commit point's fsync, or Complete* while markers are being
+    # written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
 
     def copy_fields(self) -> dict:
@@ -74,13 +81,15 @@ def encode_key(transactional_id: str) -> bytes:
                                                {"transactional_id": transactional_id})
 
 
-def encode_value(md: TransactionMetadata, version: int = 0) -> bytes:
+def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
+    """The record Kafka 4.1 writes (version 1). TV1 records carry no previous or next producer
+    id (tagged fields left at their default -1): those exist for TV2's epoch overflow."""
     by_topic: dict[str, list[int]] = {}
     for topic, part in md.sorted_partitions():
         by_topic.setdefault(topic, []).append(part)
     body = {
         "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
-        "previous_producer_id": md.prev_producer_id, "next_producer_id": md.next_producer_id,
+        "previous_producer_id": NO_PRODUCER_ID, "next_producer_id": NO_PRODUCER_ID,
         "transaction_timeout_ms": md.txn_timeout_ms, "transaction_status": int(md.state),
         "transaction_partitions": [{"topic": t, "partition_ids": p} for t, p in by_topic.items()],
         "transaction_last_update_timestamp_ms": md.txn_last_update_ms,
@@ -109,7 +118,7 @@ def decode_value(transactional_id: str, data: bytes | None) -> TransactionMetada
             parts.add((tp.topic, p))
     return TransactionMetadata(
         transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch,
-        prev_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
+        prev_producer_id=v.previous_producer_id,
         txn_timeout_ms=v.transaction_timeout_ms, state=TxnState(v.transaction_status), partitions=parts,
         txn_start_ms=v.transaction_start_timestamp_ms, txn_last_update_ms=v.transaction_last_update_timestamp_ms,
         client_txn_version=v.client_transaction_version,

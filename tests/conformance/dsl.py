@@ -73,6 +73,9 @@ class Batch:
     keys: list | None = None
     control: str | None = None      # "COMMIT" / "ABORT": a control batch (as a client should never send)
     coordinator_epoch: int = 0
+    # per-record timestamps in ms relative to the time the request is built (-3600000: an hour ago);
+    # None: every record is stamped now
+    timestamps: list | None = None
 
 
 @dataclass
@@ -98,6 +101,16 @@ class Restart:
 
 
 @dataclass
+class Differs:
+    """minikafka answers a step differently from Kafka on purpose; ``reason`` is a row of
+    DIFFERENCES.md. ``ours`` maps each differing field (the path the failure report prints,
+    e.g. ``"responses[0].partition_responses[0].error_code"``) to minikafka's exact answer
+    there (a whole subtree if the path is one): the step is still compared field by field."""
+    reason: str
+    ours: dict
+
+
+@dataclass
 class Scenario:
     name: str                      # "area/what/variant": also the golden file's path
     doc: str
@@ -105,6 +118,8 @@ class Scenario:
     topics: dict = field(default_factory=lambda: {"t": Topic()})
     # broker settings (Kafka's names) for both brokers; scenarios with the same settings share one
     broker: dict = field(default_factory=dict)
+    # step number -> Differs: where minikafka deliberately answers otherwise (DIFFERENCES.md)
+    differs: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9_]+(/[a-z0-9_]+)+", self.name):
@@ -283,3 +298,51 @@ def offset_fetch(group: str = "{g}", parts="{t}", require_stable: bool = True, v
 
 def restart(kill: bool = False, label: str = "") -> Restart:
     return Restart(kill, label)
+
+
+# --------------------------------------------------------------------------- partition-side helpers
+
+def idem_produce(who: str | None, values=("v",), seq: Any = 0, topic: str = "{t}", partition: int = 0,
+                 v: int = 9, pid: Any = None, epoch: Any = None, keys=None, timestamps=None, **kw) -> Call:
+    """Produce one non-transactional batch from the producer saved as ``who`` (idempotent when it has
+    a producer id)."""
+    return produce(batch(who, values, seq, pid=pid, epoch=epoch, keys=keys, timestamps=timestamps),
+                   topic, partition, v=v, **kw)
+
+
+def produce_parts(entries, txn: str | None = None, acks: int = -1, v: int = 9, **kw) -> Call:
+    """One Produce request with several partitions: ``entries`` = [(topic, partition, Batch), ...]."""
+    by_topic: dict[str, list] = {}
+    for t, p, b in entries:
+        by_topic.setdefault(t, []).append({"index": p, "records": b})
+    return Call(0, v, {"transactional_id": txn, "acks": acks, "timeout_ms": 30000,
+                       "topic_data": [{"name": t, "partition_data": ps} for t, ps in by_topic.items()]}, **kw)
+
+
+def await_no_producers(topic: str = "{t}", partition: int = 0, **kw) -> Call:
+    """DescribeProducers until the partition lists no active producer (producer-id expiry)."""
+    return describe_producers(topic, partition, until={"topics.0.partitions.0.active_producers.0": "<absent>"}, **kw)
+
+
+def await_log_start(offset: int, topic: str = "{t}", partition: int = 0, **kw) -> Call:
+    """ListOffsets(earliest) until the log start offset is ``offset`` (retention is periodic)."""
+    return list_offsets(topic, partition, timestamp=-2, isolation=0,
+                        until={"topics.0.partitions.0.offset": offset}, **kw)
+
+
+# ------------------------------------------------------------ waits for the coordinator's states
+
+SETTLED_STATES = ["Empty", "Ongoing", "CompleteCommit", "CompleteAbort"]
+
+
+def await_settled(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until the state is not PrepareCommit/PrepareAbort: whatever the
+    last request set off (markers, an epoch fence's abort) has finished. Only for
+    transactions without held partitions, whose Prepare* states pass on their own."""
+    return await_txn(SETTLED_STATES, txn, **kw)
+
+
+def await_gone(txn: str = "{tx}", **kw) -> Call:
+    """DescribeTransactions until TRANSACTIONAL_ID_NOT_FOUND (105): the coordinator has
+    expired the id (Dead, then removed; transactional.id.expiration.ms)."""
+    return describe_txn(txn, until={"transaction_states.0.error_code": 105}, **kw)

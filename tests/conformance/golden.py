@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from .kafka_reference import FEATURES, KAFKA_VERSION
+from .normalize import flatten
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 RECORDED_FROM = (f"Apache Kafka {KAFKA_VERSION} (KRaft, node 1 broker+controller; node 2 broker for held topics; "
@@ -37,23 +38,39 @@ def all_recorded() -> set[str]:
     return {str(p.relative_to(GOLDEN_DIR))[:-5] for p in GOLDEN_DIR.rglob("*.json")}
 
 
-def compare(scenario_name: str, kafka_steps: list[dict], our_steps: list[dict], differences) -> list[str]:
-    """Human-readable mismatches: scenario, step, field, Kafka's value, ours."""
+def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], differences) -> list[str]:
+    """Human-readable mismatches: scenario, step, field, Kafka's value, ours. Fields a
+    scenario declares deliberately different (``Scenario.differs``) must hold exactly the
+    declared answer instead of Kafka's."""
+    name = scenario.name
     out = []
     for k, o in zip(kafka_steps, our_steps):
         what = k.get("label") or (k["request"]["api"] + f" v{k['request']['version']}" if "request" in k
                                   else f"restart ({k.get('restart')})")
-        where = f"{scenario_name}, step {k['step']} ({what})"
+        where = f"{name}, step {k['step']} ({what})"
         if "restart" in k or "restart" in o:
             if k.get("restart") != o.get("restart"):
                 out.append(f"{where}: Kafka {k.get('restart')!r}, minikafka {o.get('restart')!r}")
             continue
         for path, kv, ov in differences(k["request"], o["request"]):
             out.append(f"{where}: request field {path}: Kafka's run sent {kv!r}, ours {ov!r}")
+        declared = scenario.differs.get(k["step"])
+        ours_flat = flatten(o["response"])
         for path, kv, ov in differences(k["response"], o["response"]):
+            if declared is not None and any(_under(path, p) for p in declared.ours):
+                continue
             out.append(f"{where}: field {path}: Kafka {kv!r}, minikafka {ov!r}")
+        for p, want in (declared.ours.items() if declared is not None else ()):
+            got = {q: v for q, v in ours_flat.items() if _under(q, p)}
+            if got != flatten(want, p):
+                out.append(f"{where}: field {p} is declared different from Kafka ({declared.reason}) as "
+                           f"{want!r}, but minikafka answered {got!r}")
     if len(out) > 40:
         out = out[:40] + [f"... and {len(out) - 40} more differences"]
     if len(kafka_steps) != len(our_steps):
-        out.append(f"{scenario_name}: Kafka's transcript has {len(kafka_steps)} steps, ours {len(our_steps)}")
+        out.append(f"{name}: Kafka's transcript has {len(kafka_steps)} steps, ours {len(our_steps)}")
     return out
+
+
+def _under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 
+from coordinator.hashing import partition_for
 from protocol import records as rec
 
 DROP = {"throttle_time_ms"}
@@ -132,7 +133,23 @@ def canonical(api: str, response):
         for t in response.get("topics", []):
             for p in t.get("partitions", []):
                 p["active_producers"] = sorted(p.get("active_producers", []), key=lambda e: str(e["producer_id"]))
+    canonical_partition_maps(api, response)
     return response
+
+
+def canonical_partition_maps(api: str, response: dict) -> None:
+    """Produce and WriteTxnMarkers answers are built from hash maps keyed by partition (and producer
+    id): with several partitions in one request, their order depends on the topic name's hash."""
+    if api == "Produce":
+        for t in response.get("responses", []):
+            t["partition_responses"] = sorted(t.get("partition_responses", []), key=lambda p: p["index"])
+        response["responses"] = sorted(response.get("responses", []), key=lambda t: t["name"])
+    elif api == "WriteTxnMarkers":
+        for m in response.get("markers", []):
+            for t in m.get("topics", []):
+                t["partitions"] = sorted(t.get("partitions", []), key=lambda p: p["partition_index"])
+            m["topics"] = sorted(m.get("topics", []), key=lambda t: t["name"])
+        response["markers"] = sorted(response.get("markers", []), key=lambda m: str(m["producer_id"]))
 
 
 # ------------------------------------------------------------------ comparison
@@ -174,3 +191,40 @@ def differences(kafka, ours) -> list[tuple[str, object, object]]:
         if ka != ob:
             diffs.append((path, ka, ob))
     return diffs
+
+
+def group_partitions(api: str, response, names: dict[str, str], offsets_partitions: int = 50):
+    """DescribeTransactions lists the __consumer_offsets partition that AddOffsetsToTxn added;
+    which one it is follows from the group's real name, which is new each run. A partition
+    that is a scenario name's partition (abs(hashCode) % 50, Kafka's rule) becomes
+    ``"<partition of {g}>"``; any other number stays, so a broker that picks another
+    partition still differs."""
+    if api != "DescribeTransactions" or not isinstance(response, dict):
+        return response
+    by_partition = {partition_for(real, offsets_partitions): ph for ph, real in names.items() if ph.startswith("{g")}
+    for s in response.get("transaction_states", []):
+        for t in s.get("topics") or []:
+            if t["topic"] == "__consumer_offsets":
+                t["partitions"] = sorted((f"<partition of {by_partition[p]}>" if p in by_partition else p
+                                          for p in t["partitions"]), key=str)
+    return response
+
+
+def canonical_add_partitions(api: str, response):
+    """AddPartitionsToTxn answers are built from Java hash maps (transactional id -> partitions,
+    partition -> error), so their order follows the hashes of the run's random names: put
+    transactions, topics and partitions in a fixed order."""
+    if api != "AddPartitionsToTxn" or not isinstance(response, dict):
+        return response
+
+    def topics(ts):
+        for t in ts:
+            t["results_by_partition"] = sorted(t.get("results_by_partition") or [], key=lambda p: p["partition_index"])
+        return sorted(ts, key=lambda t: t["name"])
+
+    response["results_by_topic_v3_and_below"] = topics(response.get("results_by_topic_v3_and_below") or [])
+    for r in response.get("results_by_transaction") or []:
+        r["topic_results"] = topics(r.get("topic_results") or [])
+    response["results_by_transaction"] = sorted(response.get("results_by_transaction") or [],
+                                                key=lambda r: r["transactional_id"])
+    return response

@@ -11,6 +11,7 @@ from the committed golden file (re-recording must reproduce them).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -90,7 +91,7 @@ def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) 
                 if old is None:
                     problems.append(f"{s.name}: no golden file")
                 else:
-                    diffs = golden.compare(s.name, old["steps"], transcript, differences)
+                    diffs = golden.compare(dataclasses.replace(s, differs={}), old["steps"], transcript, differences)
                     problems += diffs
                     print(f"  {'same' if not diffs else 'DIFFERENT'} {s.name}", flush=True)
             else:

@@ -17,7 +17,7 @@ from protocol import records as rec
 from protocol.schema import API_NAMES
 
 from .dsl import Batch, Call, Ref, Restart, Scenario
-from .normalize import Normalizer, canonical, own_entries
+from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
@@ -183,7 +183,8 @@ class Run:
         now = int(time.time() * 1000)
         if b.control:
             return rec.build_control_batch(pid, epoch, b.control == "COMMIT", b.coordinator_epoch, now)
-        records = [rec.Record(i, now, None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
+        stamps = [now + d for d in b.timestamps] if b.timestamps is not None else [now] * len(b.values)
+        records = [rec.Record(i, stamps[i], None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
                               None if v is None else self.resolve(v).encode(), ())
                    for i, v in enumerate(b.values)]
         return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
@@ -256,7 +257,8 @@ class Run:
             self.saved[step.save] = resp
         if resp is not None:
             own_entries(request["api"], answer, set(self.names.values()))
-        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(answer))}
+        response = canonical_add_partitions(request["api"], canonical(request["api"], self.norm(answer)))
+        entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
             entry["label"] = step.label
         return entry

@@ -14,7 +14,8 @@ import urllib.request
 
 import pytest
 
-from harness import free_port
+from harness import free_port, wait_until
+from protocol import records as rec
 from protocol.errors import ErrorCode
 from rawclient import RawClient, make_batch
 
@@ -95,7 +96,8 @@ def test_delete_records_semantics_raw(raw, unique_topic):
     assert delete_records(raw, t, {0: 4, 1: -1}) == {0: (0, 4), 1: (0, 3)}  # -1: up to the high watermark
     assert earliest(raw, t, 0) == 4 and earliest(raw, t, 1) == 3
     p = raw.fetch(t, 0, 0)
-    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and p.log_start_offset == 4
+    # Kafka answers an out-of-range fetch without offsets (ReplicaManager.createLogReadResult)
+    assert p.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and (p.high_watermark, p.log_start_offset) == (-1, -1)
     p = raw.fetch(t, 0, 4)
     assert p.error_code == 0 and p.log_start_offset == 4
     # at or below the log start offset: nothing changes, the current low watermark comes back
@@ -156,6 +158,36 @@ def test_delete_records_past_an_open_transaction_moves_the_lso(raw, unique_topic
     assert raw.list_offset(t, 0, isolation=1) == 2
     assert raw.end_txn(tid, pid, epoch, commit=False) == 0
     assert raw.list_offset(t, 0, isolation=1) == 4
+
+
+def test_delete_records_into_an_open_transactions_batch_across_kill9(broker_factory, unique_topic):
+    """Kafka 4.1 (conformance log_start/delete_records_inside_open_txn): with the log start offset
+    inside an open transaction's batch, the LSO is that batch's base offset (Kafka keeps the first
+    unstable offset as offset metadata of max(first unstable offset, log start), which is the
+    batch holding it), below the log start; after kill -9 too; the commit releases the rest."""
+    t, tid = unique_topic("drmid"), unique_topic("drmid-tid")
+    b = broker_factory()
+    with RawClient.to(b.bootstrap) as raw:
+        assert raw.create_topic(t, 1) == 0
+        init = raw.init_producer_id(tid)
+        pid, epoch = init.producer_id, init.producer_epoch
+        produce(raw, t, 0, 2, per_batch=2)  # 0-1
+        assert raw.add_partitions_to_txn(tid, pid, epoch, t, [0]) == {0: 0}
+        assert raw.produce(t, 0, make_batch([b"x", b"y"], pid, epoch, 0, True), transactional_id=tid).base_offset == 2
+        assert delete_records(raw, t, {0: 3}) == {0: (0, 3)}
+    for restarted in (False, True):
+        if restarted:
+            b.restart(kill=True)
+        with RawClient.to(b.bootstrap) as raw:
+            p = raw.fetch(t, 0, 3, isolation=1)
+            assert (p.error_code, p.log_start_offset, p.last_stable_offset, p.high_watermark, p.records or b"") == \
+                (0, 3, 2, 4, b""), restarted
+            assert raw.list_offset(t, 0, isolation=1) == 2
+    with RawClient.to(b.bootstrap) as raw:
+        assert raw.end_txn(tid, pid, epoch, commit=True) == 0
+        wait_until(lambda: raw.list_offset(t, 0, isolation=1) == 5, 10)
+        p = raw.fetch(t, 0, 3, isolation=1)
+        assert p.last_stable_offset == 5 and [h.base_offset for _, h in rec.iter_batch_headers(p.records)] == [2, 4]
 
 
 def test_delete_records_kafka_python(broker, admin, raw, unique_topic):

@@ -3,7 +3,7 @@ latest value per key, and a compacted __transaction_state still loads after a re
 from __future__ import annotations
 
 from coordinator.transaction.state import decode_key
-from harness import wait_until
+from harness import wait_transaction_done, wait_until
 from rawclient import RawClient, make_batch
 
 CLEANER = {"log.cleaner.backoff.ms": 200}
@@ -96,6 +96,8 @@ def test_transaction_state_is_compacted_and_reloads(broker_factory, unique_topic
             p._transaction_manager.producer_id_and_epoch.epoch) for p in producers]
     for p in producers:
         p.close()
+    for tid in tids:  # the last markers follow the EndTxn answer
+        wait_transaction_done(b.bootstrap, tid)
 
     state_topic = "__transaction_state"
     with RawClient.to(b.bootstrap) as c:

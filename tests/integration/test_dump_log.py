@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from coordinator.hashing import partition_for
-from harness import REPO_ROOT
+from harness import REPO_ROOT, wait_transaction_done
 from rawclient import RawClient
 
 BATCH_RE = re.compile(
@@ -53,6 +53,7 @@ def test_dump_transactional_partition_and_state_log(broker_factory, unique_topic
         p.flush(30)
         p.commit_transaction(30) if commit else p.abort_transaction(30)
     del p
+    wait_transaction_done(b.bootstrap, tid)  # the last markers follow the EndTxn answer
     # consumer group offsets, for the offsets decoder
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata

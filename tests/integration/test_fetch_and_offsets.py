@@ -121,6 +121,73 @@ def test_out_of_range_fetch(rolled):
         assert c.fetch("rolled", 0, 601).error_code == 1  # OFFSET_OUT_OF_RANGE
 
 
+def fetch_parts(c: RawClient, parts, isolation: int = 1, version: int = 12):
+    """One Fetch for [(topic, topic_id, partition, offset, current_leader_epoch)]: partition answers in order."""
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": isolation,
+            "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": t, "topic_id": tid, "partitions": [
+                {"partition": p, "fetch_offset": off, "partition_max_bytes": 1 << 20, "current_leader_epoch": le,
+                 "log_start_offset": -1}]} for t, tid, p, off, le in parts]}
+    return [(q.error_code, q.high_watermark, q.last_stable_offset, q.log_start_offset,
+             None if q.aborted_transactions is None else list(q.aborted_transactions), bytes(q.records or b""))
+            for r in c.request(1, version, body).responses for q in r.partitions]
+
+
+def test_fetch_errors_carry_no_partition_state(broker_factory, unique_topic):
+    """As Kafka 4.1 (probed): a partition whose read fails (OFFSET_OUT_OF_RANGE below the log
+    start after DeleteRecords and kill -9, or past the log end; UNKNOWN_LEADER_EPOCH) answers
+    high watermark, LSO and log start -1 and a null aborted list (createLogReadResult(e)); an
+    unknown partition or topic id answers -1 with an empty aborted list (KafkaApis' erroneous
+    partitions); the other partitions of the same request keep their state."""
+    import uuid
+    t = unique_topic("fetch-err")
+    b = broker_factory()
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(t, 2) == 0
+        assert c.produce(t, 0, make_batch([b"a", b"b", b"c"])).error_code == 0
+        assert c.produce(t, 1, make_batch([b"d"])).error_code == 0
+        tid = f"{t}-tid"
+        c.request(10, 3, {"key": tid, "key_type": 1})
+        init = c.init_producer_id(tid)
+        c.request(24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": init.producer_id,
+                          "v3_and_below_producer_epoch": init.producer_epoch,
+                          "v3_and_below_topics": [{"name": t, "partitions": [0]}]})
+        assert c.produce(t, 0, make_batch([b"open"], init.producer_id, init.producer_epoch, 0, True),
+                         transactional_id=tid).error_code == 0  # an open transaction at offset 3
+        deleted = c.request(21, 2, {"topics": [{"name": t, "partitions": [{"partition_index": 0, "offset": 2}]}],
+                                    "timeout_ms": 10000})
+        assert deleted.topics[0].partitions[0].error_code == 0
+        topic_id = c.request(3, 12, {"topics": [{"name": t, "topic_id": None}], "allow_auto_topic_creation": False,
+                                     "include_topic_authorized_operations": False}).topics[0].topic_id
+    b.restart(kill=True)
+    unknown_read, unknown_topic = (-1, -1, -1, None, b""), (-1, -1, -1, [], b"")
+    with RawClient.to(b.bootstrap) as c:
+        for iso in (0, 1):
+            got = fetch_parts(c, [(t, None, 0, 0, -1), (t, None, 1, 0, -1)], iso)
+            assert got[0] == (1, *unknown_read), "below the log start"
+            assert got[1][:4] == (0, 1, 1, 0) and got[1][5], "the other partition keeps its state"
+            assert fetch_parts(c, [(t, None, 0, 5, -1)], iso) == [(1, *unknown_read)], "past the log end"
+            assert fetch_parts(c, [(t, None, 0, 2, 100)], iso) == [(75, *unknown_read)]
+            assert fetch_parts(c, [(t, None, 7, 0, -1)], iso) == [(3, *unknown_topic)]
+            assert fetch_parts(c, [(f"{t}-nope", None, 0, 0, -1)], iso) == [(3, *unknown_topic)]
+            assert fetch_parts(c, [("", uuid.uuid4(), 0, 0, -1)], iso, version=13) == [(100, *unknown_topic)]
+        ok = fetch_parts(c, [("", topic_id, 0, 2, -1)], 1, version=13)
+        assert ok[0][:5] == (0, 4, 3, 2, []) and ok[0][5]
+    # a real consumer positioned below the log start is reset to it (auto.offset.reset)
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                             isolation_level="read_committed", fetch_max_wait_ms=100)
+    try:
+        tp = TopicPartition(t, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got = []
+        wait_until(lambda: got.extend(r.value for rs in consumer.poll(200).values() for r in rs) or got, 30)
+        assert got == [b"c"]  # the open transaction's record stays hidden
+    finally:
+        consumer.close()
+
+
 def test_background_retention_advances_the_log_start(broker_factory):
     b = broker_factory(overrides={"log.retention.check.interval.ms": 200})
     with RawClient.to(b.bootstrap) as c:

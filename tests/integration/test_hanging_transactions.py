@@ -13,8 +13,11 @@ import subprocess
 import sys
 import urllib.request
 
-from harness import REPO_ROOT, free_port, wait_until
-from rawclient import RawClient
+import json
+
+from harness import REPO_ROOT, free_port, wait_transaction_done, wait_until
+from protocol import records as rec
+from rawclient import RawClient, make_batch
 
 MAX_TIMEOUT_MS = 4000
 
@@ -66,6 +69,7 @@ def test_hanging_transaction_detect_find_abort(broker_factory, unique_topic):
         p.produce(topic, value=f"hang-{i}".encode(), partition=1)
     p.flush(30)
     p.commit_transaction(30)  # the coordinator says committed; partition 1 never gets its marker
+    wait_transaction_done(b.bootstrap, tid)
 
     # records written after the hanging transaction's start: a plain idempotent producer
     q = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 2})
@@ -143,6 +147,8 @@ def test_hanging_transaction_detect_find_abort(broker_factory, unique_topic):
         with RawClient.to(b.bootstrap) as c:
             assert c.list_offset(topic, 1) == leo1 + 1  # the ABORT marker
             assert c.list_offset(topic, 1, isolation=1) == leo1 + 1, "the LSO must reach the log end"
+            # the partition never saw a coordinator epoch (-1): the tool sends 0, as Kafka's
+            assert marker_at(c, topic, 1, leo1) == (False, 0)
         # the stuck consumer now receives the records behind the hanging transaction, not its records
         wait_until(lambda: poll_into() or len(got[1]) >= 3, 30, message=lambda: f"got {got}")
         poll_into()
@@ -157,3 +163,97 @@ def test_hanging_transaction_detect_find_abort(broker_factory, unique_topic):
     assert not [r for r in table(cli(b.bootstrap, "find-hanging", "--topic", topic, "--max-transaction-timeout",
                                      "0").stdout)]
     assert m['kafka_network_requestmetrics_requests_total{request="WriteTxnMarkers"}'] >= 1
+
+
+def marker_at(c: RawClient, topic: str, partition: int, offset: int) -> tuple[bool, int]:
+    """(is_commit, coordinator_epoch) of the marker at ``offset``."""
+    _, batches = c.fetch_all(topic, partition, start=offset)
+    header, (record,) = batches[0]
+    assert header.is_control and header.base_offset == offset, header
+    ctype, coordinator_epoch = rec.parse_control_record(record)
+    return ctype == rec.ControlRecordType.COMMIT, coordinator_epoch
+
+
+def hang_after_commit(bootstrap: str, topic: str, strays: int = 1):
+    """The classic hang, on a broker with transaction.partition.verification.enable=false (as
+    before KIP-890): a transaction commits on ``topic``-0 (its marker carries coordinator epoch
+    0), then the producer writes there outside any transaction its coordinator knows. Returns
+    (send_stray, producer_id): ``send_stray(seq)`` writes one such batch, which hangs."""
+    tid = f"{topic}-tid"
+    with RawClient.to(bootstrap) as c:
+        assert c.create_topic(topic, 1) == 0
+        c.request(10, 3, {"key": tid, "key_type": 1})
+        init = c.init_producer_id(tid)
+        assert init.error_code == 0
+        pid, epoch = init.producer_id, init.producer_epoch
+        add = c.request(24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                                "v3_and_below_producer_epoch": epoch,
+                                "v3_and_below_topics": [{"name": topic, "partitions": [0]}]})
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+        assert c.produce(topic, 0, make_batch([b"ok"], pid, epoch, 0, True), transactional_id=tid).error_code == 0
+        assert c.request(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                 "committed": True}).error_code == 0
+        wait_until(lambda: c.list_offset(topic, 0, isolation=1) == 2, 10)  # record + COMMIT
+
+    def send_stray(seq: int) -> int:
+        with RawClient.to(bootstrap) as c:
+            r = c.produce(topic, 0, make_batch([b"stray"], pid, epoch, seq, True), transactional_id=tid)
+            assert r.error_code == 0, r
+            assert c.list_offset(topic, 0, isolation=1) == r.base_offset, "the stray write must pin the LSO"
+            return r.base_offset
+    return send_stray, pid
+
+
+def test_cli_abort_after_earlier_coordinator_markers(broker_factory, unique_topic):
+    """The partition saw coordinator epoch 0 from the producer's committed transaction: a marker
+    with coordinator epoch -1 is fenced (TRANSACTION_COORDINATOR_FENCED, as Kafka), so `abort`
+    must send the epoch DescribeProducers reports, as kafka-transactions.sh does."""
+    topic = unique_topic("hang-late")
+    b = broker_factory(overrides={"transaction.partition.verification.enable": False})
+    send_stray, pid = hang_after_commit(b.bootstrap, topic)
+    start = send_stray(1)
+    prod = table(cli(b.bootstrap, "describe-producers", "--topic", topic, "--partition", "0").stdout)
+    assert [(x["ProducerId"], x["LatestCoordinatorEpoch"], x["CurrentTransactionStartOffset"]) for x in prod] == \
+        [(str(pid), "0", str(start))]
+    ok = cli(b.bootstrap, "abort", "--topic", topic, "--partition", "0", "--start-offset", str(start))
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    with RawClient.to(b.bootstrap) as c:
+        assert c.list_offset(topic, 0, isolation=1) == c.list_offset(topic, 0) == start + 2
+        assert marker_at(c, topic, 0, start + 1) == (False, 0)
+        aborted = c.fetch(topic, 0, 0, isolation=1).aborted_transactions
+        assert [(a.producer_id, a.first_offset) for a in aborted] == [(pid, start)]
+    # the legacy form with the coordinator epoch given: -1 is sent as 0, as Kafka's tool does
+    start = send_stray(2)
+    ok = cli(b.bootstrap, "abort", "--topic", topic, "--partition", "0", "--producer-id", str(pid),
+             "--producer-epoch", "0", "--coordinator-epoch", "-1")
+    assert ok.returncode == 0, ok.stderr + ok.stdout
+    with RawClient.to(b.bootstrap) as c:
+        assert c.list_offset(topic, 0, isolation=1) == c.list_offset(topic, 0) == start + 2
+
+
+def test_java_admin_abort_transaction(java_client, broker_factory, unique_topic):
+    """Java AdminClient 4.1: describeProducers + abortTransaction as kafka-transactions.sh abort
+    builds it; a spec with coordinator epoch -1 after a coordinator's marker is fenced and writes
+    nothing."""
+    topic = unique_topic("hang-java")
+    b = broker_factory(overrides={"transaction.partition.verification.enable": False})
+    send_stray, pid = hang_after_commit(b.bootstrap, topic)
+    start = send_stray(1)
+
+    def admin_abort(*extra: str) -> dict:
+        cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_client.classpath,
+               "AdminTool", "abort", "--bootstrap", b.bootstrap, "--topic", topic, "--partition", "0",
+               "--start-offset", str(start), *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+        assert r.returncode == 0 and lines and lines[-1] == {"type": "summary", "ok": True}, r.stdout + r.stderr
+        return lines[0]
+
+    fenced = admin_abort("--coordinator-epoch", "-1")
+    assert fenced["error"] == "TransactionCoordinatorFencedException", fenced
+    with RawClient.to(b.bootstrap) as c:
+        assert c.list_offset(topic, 0) == start + 1, "a fenced abort must write nothing"
+    assert admin_abort() == {"type": "aborted", "producer_id": pid, "producer_epoch": 0, "coordinator_epoch": 0}
+    with RawClient.to(b.bootstrap) as c:
+        assert c.list_offset(topic, 0, isolation=1) == c.list_offset(topic, 0) == start + 2
+        assert marker_at(c, topic, 0, start + 1) == (False, 0)

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from harness import wait_transaction_done
 from rawclient import RawClient
 
 pytestmark = pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install kcat)")
@@ -47,7 +48,8 @@ def test_read_committed_hides_aborted_records(broker):
     topic = f"kcat-rc-{uuid.uuid4().hex[:6]}"
     with RawClient.to(broker.bootstrap) as c:
         assert c.create_topic(topic, 1) == 0
-    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"kcat-{uuid.uuid4().hex[:6]}"})
+    tid = f"kcat-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid})
     p.init_transactions(10)
     for n, commit in enumerate((True, False, True)):
         p.begin_transaction()
@@ -55,6 +57,7 @@ def test_read_committed_hides_aborted_records(broker):
             p.produce(topic, value=f"t{n}-{i}", partition=0)
         p.flush(10)
         p.commit_transaction(10) if commit else p.abort_transaction(10)
+    wait_transaction_done(broker.bootstrap, tid)  # kcat -e stops at the LSO: wait for the last markers
     committed = kcat(broker.bootstrap, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e",
                      "-X", "isolation.level=read_committed", "-f", "%s\n").split()
     assert committed == [f"t{n}-{i}" for n in (0, 2) for i in range(5)]

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from harness import free_port, wait_until
+from harness import free_port, wait_transaction_done, wait_until
 from rawclient import RawClient
 
 KEY_REQUESTS = ("FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn", "Fetch",
@@ -107,6 +107,7 @@ def test_partition_and_transaction_metrics_match_broker_state(mbroker, unique_to
         # the age grows while the transaction stays open (no sleeping: wait for the clock)
         wait_until(lambda: Scrape(b.metrics_port).part("maxactivetransactionduration", topic, 0) > age + 100, 10)
         txn.commit_transaction()
+        wait_transaction_done(b.bootstrap, tid)  # the markers follow the EndTxn answer
         m = Scrape(b.metrics_port)
         assert m.part("laststableoffsetlag", topic, 0) == 0
         assert m.part("logendoffset", topic, 0) == leo[0] + 1  # the COMMIT marker

@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from harness import REPO_ROOT, tail
+from harness import REPO_ROOT, tail, wait_transaction_done
 
 pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[spark]')")
 
@@ -137,6 +137,7 @@ def test_spark_kafka_source_offsets_and_options(broker, unique_topic, tmp_path):
             else:
                 p.commit_transaction()
                 committed.extend(vals)
+        wait_transaction_done(broker.bootstrap, f"{topic}-a")  # the markers follow the EndTxn answer
         # an open transaction at the very end of partition 0 (holds its LSO only)
         opener.begin_transaction()
         opener.send(topic, value=b"open-0", partition=0)

@@ -1,6 +1,6 @@
 """Issue 7, acceptance 1 and 2: the Spark revenue job reads read_committed, exactly once.
 
-The job (``python -m pipeline``) runs as a subprocess in ``local[2]`` over an
+The job runs as a subprocess in local mode over an
 ``invoices`` topic written in transactions:
 
 1. nine transactions of invoices, every third aborted, plus one transaction
@@ -13,9 +13,10 @@ The job (``python -m pipeline``) runs as a subprocess in ``local[2]`` over an
    when we catch it) and restarted from its checkpoint: the totals are exactly
    the committed aggregate, nothing lost and nothing counted twice.
 
-``python``: the minikafka Python data source (always runs: CI).  ``kafka``:
-Spark's built-in Kafka source with ``kafka.isolation.level=read_committed``,
-which needs the connector jars: ``MINIKAFKA_SPARK_KAFKA_JARS`` (comma-separated
+``python``: the minikafka Python data source (always runs: CI), launched by
+``spark-submit --master ... pipeline/__main__.py`` as on a cluster.  ``kafka``
+(``python -m pipeline --jars``): Spark's built-in Kafka source with
+``kafka.isolation.level=read_committed``, which needs the connector jars: ``MINIKAFKA_SPARK_KAFKA_JARS`` (comma-separated
 paths), or ``$MINIKAFKA_EXT/spark-jars/`` + ``$MINIKAFKA_EXT/kafka-clients-3.9.0/``
 when both are there; skipped with the reason otherwise.
 """
@@ -142,16 +143,30 @@ class Invoices:
 # the job as a subprocess
 # --------------------------------------------------------------------------
 
+# spark-submit's master, set apart from the job's own default (local[2]): the job must not override it
+SUBMIT_MASTER = "local[3]"
+
+
 class Job:
-    def __init__(self, tmp: Path, bootstrap: str, topic: str, source: str, jars: str | None):
+    """``python -m pipeline`` or, with ``submit``, the README's ``spark-submit ... pipeline/__main__.py``."""
+
+    def __init__(self, tmp: Path, bootstrap: str, topic: str, source: str, jars: str | None,
+                 submit: bool = False):
         self.out, self.ckpt = tmp / "revenue", tmp / "checkpoint"
         self.log_path = tmp / f"job-{source}.log"
-        self.cmd = [sys.executable, "-m", "pipeline", "--source", source,
-                    "--bootstrap", bootstrap, "--topic", topic, "--output", str(self.out),
-                    "--checkpoint", str(self.ckpt), "--trigger", "1 second",
-                    "--master", "local[2]", "--conf", "spark.driver.memory=512m"]
-        if jars:
-            self.cmd += ["--jars", jars]
+        args = ["--source", source, "--bootstrap", bootstrap, "--topic", topic,
+                "--output", str(self.out), "--checkpoint", str(self.ckpt), "--trigger", "1 second"]
+        if submit:
+            spark_submit = Path(sys.executable).parent / "spark-submit"
+            self.cmd = [str(spark_submit) if spark_submit.exists() else "spark-submit",
+                        "--master", SUBMIT_MASTER, "--driver-memory", "512m",
+                        *(["--jars", jars] if jars else []),
+                        str(REPO_ROOT / "pipeline" / "__main__.py"), *args]
+        else:
+            self.cmd = [sys.executable, "-m", "pipeline", *args,
+                        "--master", "local[2]", "--conf", "spark.driver.memory=512m"]
+            if jars:
+                self.cmd += ["--jars", jars]
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
@@ -159,9 +174,14 @@ class Job:
         self.starts += 1
         with open(self.log_path, "ab") as f:
             f.write(f"\n=== test: start #{self.starts} at {time.strftime('%H:%M:%S')} ===\n".encode())
-            self.proc = subprocess.Popen(self.cmd, cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
+            # cwd: Spark leaves artifacts/spark-* behind when killed; not in the checkout
+            self.proc = subprocess.Popen(self.cmd, cwd=self.out.parent, stdin=subprocess.DEVNULL,
                                          stdout=f, stderr=subprocess.STDOUT,
-                                         env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                                         env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                                  PYSPARK_PYTHON=sys.executable,
+                                                  # this checkout's pipeline package, also when
+                                                  # spark-submit runs pipeline/__main__.py as a script
+                                                  PYTHONPATH=str(REPO_ROOT)),
                                          start_new_session=True)
 
     def kill(self) -> None:
@@ -207,6 +227,8 @@ class Job:
 
 # --------------------------------------------------------------------------
 
+# The python variant (the one CI always runs) is launched as the README's "Outgrowing one
+# machine" launches it on a cluster: spark-submit with the master, pipeline/__main__.py.
 @pytest.mark.parametrize("source", ["python", "kafka"])
 def test_revenue_job_read_committed_exactly_once(broker, unique_topic, tmp_path, source):
     reason = java_missing()
@@ -227,7 +249,7 @@ def test_revenue_job_read_committed_exactly_once(broker, unique_topic, tmp_path,
     admin.close()
 
     inv = Invoices(broker.bootstrap, topic)
-    job = Job(tmp_path, broker.bootstrap, topic, source, jars)
+    job = Job(tmp_path, broker.bootstrap, topic, source, jars, submit=source == "python")
     try:
         # (1) committed and aborted transactions, then one left open on partition 0
         for t in range(9):
@@ -236,6 +258,9 @@ def test_revenue_job_read_committed_exactly_once(broker, unique_topic, tmp_path,
         committed_only = inv.snapshot()
         job.start()
         job.wait_for_totals(committed_only, timeout=150, what="committed-only aggregate")
+        if source == "python":
+            assert f"master={SUBMIT_MASTER}," in job.log_path.read_text(), \
+                "the job overrode spark-submit's --master" + job.describe()
 
         # (2) the job moves on (partition 1) while the open transaction stays invisible
         inv.txn(commit=True, partition=1, count=5)

@@ -18,7 +18,7 @@ pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[
 from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
-from harness import now_ms  # noqa: E402
+from harness import now_ms, wait_transaction_done  # noqa: E402
 from pipeline.source import (KAFKA_SCHEMA, MiniKafkaDataSource, Options,  # noqa: E402
                              RangePartition, parse_offsets)
 
@@ -90,6 +90,7 @@ def test_reader_offsets_and_rows_read_committed(broker, unique_topic):
             else:
                 a.commit_transaction()
                 committed.extend(range(t * 5, t * 5 + 5))
+        wait_transaction_done(broker.bootstrap, f"{topic}-a")  # the markers follow the EndTxn answer
         reader = reader_for(broker.bootstrap, topic)
         start = reader.initialOffset()
         assert parse_offsets(start) == {topic: {0: 0, 1: 0}}
@@ -115,6 +116,7 @@ def test_reader_offsets_and_rows_read_committed(broker, unique_topic):
         a.begin_transaction()
         a.send(topic, partition=1, value=json.dumps({"n": 200}).encode())
         a.commit_transaction()
+        wait_transaction_done(broker.bootstrap, f"{topic}-a")
         end2 = reader.latestOffset()
         assert parse_offsets(end2)[topic][0] == parse_offsets(end)[topic][0], \
             "the open transaction's first offset caps partition 0"
@@ -122,6 +124,7 @@ def test_reader_offsets_and_rows_read_committed(broker, unique_topic):
         rows2 = read_all(reader, end, end2)
         assert [json.loads(r[1])["n"] for r in rows2] == [200]
         b.commit_transaction()
+        wait_transaction_done(broker.bootstrap, f"{topic}-b")
         end3 = reader.latestOffset()
         rows3 = read_all(reader, end2, end3)
         assert sorted(json.loads(r[1])["n"] for r in rows3) == [100, 101, 102]

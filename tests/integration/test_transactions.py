@@ -12,7 +12,7 @@ import pytest
 
 from coordinator.hashing import partition_for
 from coordinator.transaction.state import decode_key, decode_value
-from harness import wait_until
+from harness import wait_transaction_done, wait_until
 from protocol import records as rec
 from rawclient import RawClient, make_batch
 
@@ -162,6 +162,7 @@ def test_transactions_commit_and_abort_with_markers(broker, client, request):
         "aiokafka": lambda: produce_aiokafka(broker.bootstrap, tid, topics, txns, per, every, tag),
         "java": lambda: produce_java(java, broker.bootstrap, tid, topics, txns, per, every, tag),
     }[client]()
+    wait_transaction_done(broker.bootstrap, tid)  # the last markers follow the EndTxn answer
 
     seen = check_markers(broker.bootstrap, topics, tag, txns, every)
     assert seen == {(t, i) for t in range(txns) for i in range(per)}, "records missing from the log"
@@ -202,6 +203,7 @@ def test_zombie_is_fenced_kafka_python(broker, unique_topic):
     b.commit_transaction()
     b.close()
     a.close(timeout=1)
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie-0", b"fresh-0")
 
 
@@ -226,6 +228,7 @@ def test_zombie_is_fenced_confluent(broker, unique_topic):
     b.begin_transaction()
     b.produce(topic, value=b"fresh-0", partition=0)
     b.commit_transaction(10)
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie-0", b"fresh-0")
 
 
@@ -241,6 +244,7 @@ def test_zombie_is_fenced_java(broker, unique_topic, java_client):
     assert summary["send_error"] in ("ProducerFencedException", "InvalidProducerEpochException") or \
         summary["commit_error"] == "ProducerFencedException", summary
     assert summary["commit_error"] != "none", summary
+    wait_transaction_done(broker.bootstrap, tid)
     assert_zombie_outcome(broker, topic, b"zombie:0", b"fresh:0")
 
 
@@ -320,7 +324,7 @@ def test_coordinator_crash_recovery(broker_factory, fault, finished):
             r = c.request(26, 3, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
                                   "committed": False})
             assert r.error_code == 0
-        assert describe_txn(b.bootstrap, tid).transaction_state == "CompleteAbort"
+        wait_transaction_done(b.bootstrap, tid, states=("CompleteAbort",))
         for part in range(3):
             assert markers_of(b.bootstrap, topic, part) == [ABORT]
 
@@ -375,6 +379,54 @@ def test_produce_to_partition_not_in_transaction_is_refused(broker):
         bad = c.produce("verify", 1, make_batch([b"out"], pid, epoch, 0, True), transactional_id="verifier")
         assert bad.error_code == 48  # INVALID_TXN_STATE
         assert c.list_offset("verify", 1) == 0
+
+
+def test_transactional_batches_of_two_producers_in_one_request(broker, unique_topic):
+    """Kafka 4.1 (probed): transactional batches of more than one (producer id, epoch) bound for
+    existing partitions fail the whole request with INVALID_PRODUCER_ID_MAPPING and Kafka's
+    message, every partition included (an unknown topic's too), before anything is written or
+    verified; an idempotent batch of another producer, or a second producer's batch bound for an
+    unknown topic, does not count; with acks=0 the connection is closed."""
+    t = unique_topic("mixed")
+    msg = "Transactional records contained more than one producer ID"
+    create_topics(broker.bootstrap, [t], 3)
+
+    def produce(c, tid, items, acks=-1):
+        body = {"transactional_id": tid, "acks": acks, "timeout_ms": 10000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": p, "records": b}]} for topic, p, b in items]}
+        r = c.request(0, 9, body)
+        return [(p.index, p.error_code, p.base_offset, p.error_message) for x in r.responses for p in x.partition_responses]
+
+    with RawClient.to(broker.bootstrap) as c:
+        ids = []
+        for tid in (f"{t}-a", f"{t}-b"):
+            c.request(10, 3, {"key": tid, "key_type": 1})
+            init = c.init_producer_id(tid)
+            ids.append((init.producer_id, init.producer_epoch))
+            c.request(24, 3, {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": init.producer_id,
+                              "v3_and_below_producer_epoch": init.producer_epoch,
+                              "v3_and_below_topics": [{"name": t, "partitions": [0, 1, 2]}]})
+        (pa, ea), (pb, eb) = ids
+        ta = f"{t}-a"
+        # one producer id with two epochs counts as two
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)),
+                               (t, 1, make_batch([b"y"], pa, ea + 1, 0, True))]) == [(0, 49, -1, msg), (1, 49, -1, msg)]
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)), (t, 1, make_batch([b"y"], pb, eb, 0, True)),
+                               (f"{t}-nope", 0, make_batch([b"z"], pa, ea, 0, True))]) == \
+            [(0, 49, -1, msg), (1, 49, -1, msg), (0, 49, -1, msg)]
+        assert [c.list_offset(t, p) for p in range(3)] == [0, 0, 0], "nothing written"
+        # what does not count: an idempotent batch of b, b's transactional batch for an unknown topic
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 0, True)),
+                               (t, 2, make_batch([b"i"], pb, eb, 0, False))]) == [(0, 0, 0, None), (2, 0, 0, None)]
+        assert produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 1, True)),
+                               (f"{t}-nope", 0, make_batch([b"z"], pb, eb, 0, True))]) == [(0, 0, 1, None), (0, 3, -1, None)]
+        # the refused request left no verification behind: b starts its transaction at sequence 0
+        assert produce(c, f"{t}-b", [(t, 1, make_batch([b"y"], pb, eb, 0, True))]) == [(1, 0, 0, None)]
+        with pytest.raises(ConnectionError):
+            produce(c, ta, [(t, 0, make_batch([b"x"], pa, ea, 2, True)), (t, 1, make_batch([b"y"], pb, eb, 1, True))],
+                    acks=0)
+    with RawClient.to(broker.bootstrap) as c:
+        assert [c.list_offset(t, p) for p in range(3)] == [2, 1, 1], "acks=0: nothing written either"
 
 
 def test_wrong_producer_id_is_invalid_mapping(broker):

@@ -8,6 +8,11 @@
 //        incrementalAlterConfigs, then describeConfigs; {"type":"altered","configs":{k:v (dynamic topic configs)}}
 //   java ... AdminTool elect --bootstrap H:P --topic t --partition 0
 //        electLeaders(PREFERRED); {"type":"elect","error":"<exception class or null>"}
+//   java ... AdminTool abort --bootstrap H:P --topic t --partition 0 --start-offset 5 [--coordinator-epoch N]
+//        what kafka-transactions.sh abort --start-offset does (TransactionsCommand.buildAbortSpec):
+//        describeProducers, the producer whose transaction starts there, abortTransaction with its
+//        coordinator epoch (orElse(0)), or N if given; {"type":"aborted","producer_id":..,
+//        "producer_epoch":..,"coordinator_epoch":..} or {"type":"error",...}
 //
 // Errors print {"type":"error","error":"<exception class>","message":...} and exit 0, so the
 // test can assert the exact Kafka exception the client raised.
@@ -126,6 +131,32 @@ public class AdminTool {
         }
     }
 
+    static void abort(Admin admin, Map<String, String> a) {
+        TopicPartition tp = new TopicPartition(a.get("topic"), Integer.parseInt(a.get("partition")));
+        long start = Long.parseLong(a.get("start-offset"));
+        try {
+            ProducerState found = null;
+            for (ProducerState s : admin.describeProducers(List.of(tp)).partitionResult(tp).get().activeProducers()) {
+                if (s.currentTransactionStartOffset().isPresent() && s.currentTransactionStartOffset().getAsLong() == start) {
+                    found = s;
+                    break;
+                }
+            }
+            if (found == null) {
+                System.out.println("{\"type\":\"error\",\"error\":\"NoOpenTransaction\",\"message\":null}");
+                return;
+            }
+            int coordinatorEpoch = a.containsKey("coordinator-epoch") ? Integer.parseInt(a.get("coordinator-epoch"))
+                : found.coordinatorEpoch().orElse(0);
+            admin.abortTransaction(new AbortTransactionSpec(tp, found.producerId(), (short) found.producerEpoch(),
+                coordinatorEpoch)).all().get();
+            System.out.println("{\"type\":\"aborted\",\"producer_id\":" + found.producerId() + ",\"producer_epoch\":"
+                + found.producerEpoch() + ",\"coordinator_epoch\":" + coordinatorEpoch + "}");
+        } catch (Exception e) {
+            error(e);
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = opts(argv);
         Properties p = new Properties();
@@ -138,6 +169,7 @@ public class AdminTool {
                 case "delete-records": deleteRecords(admin, a); break;
                 case "alter": alter(admin, a); break;
                 case "elect": elect(admin, a); break;
+                case "abort": abort(admin, a); break;
                 default: throw new IllegalArgumentException("unknown mode " + argv[0]);
             }
         }

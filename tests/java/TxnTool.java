@@ -5,6 +5,9 @@
 //   java ... TxnTool zombie --bootstrap H:P --transactional-id T --topic t
 //   java ... TxnTool consume --bootstrap H:P --topics a,b --partitions 4 --isolation read_committed
 //        --expected N [--timeout-ms 30000]
+//   java ... TxnTool follow --bootstrap H:P --topics a --group G --expected N [--timeout-ms 120000]
+//        (one long-lived group member: prints records as they arrive, commits after each poll;
+//        the test restarts the broker under it)
 //
 // Output: one JSON object per line; the last line is {"type":"summary",...}.
 // Record i of transaction t goes to topic (i % topics), partition (i / topics) % partitions,
@@ -160,6 +163,51 @@ public class TxnTool {
         return 0;
     }
 
+    // A group member that lives across broker restarts: each record is printed (with the leader
+    // epoch of its batch) and flushed as it arrives, offsets are committed after every poll.
+    static int follow(Map<String, String> a) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, a.get("group"));
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, a.getOrDefault("isolation", "read_committed"));
+        p.put(ConsumerConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, "500");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int expected = Integer.parseInt(a.get("expected"));
+        long deadline = System.currentTimeMillis() + Long.parseLong(a.getOrDefault("timeout-ms", "120000"));
+        int n = 0, commitErrors = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+            c.subscribe(Arrays.asList(a.get("topics").split(",")));
+            while (n < expected && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<String, String> rs = c.poll(Duration.ofMillis(200));
+                for (ConsumerRecord<String, String> r : rs) {
+                    System.out.println("{\"type\":\"record\",\"topic\":" + js(r.topic()) + ",\"partition\":" + r.partition()
+                            + ",\"offset\":" + r.offset() + ",\"leader_epoch\":" + r.leaderEpoch().orElse(-1)
+                            + ",\"value\":" + js(r.value()) + "}");
+                    n++;
+                }
+                if (!rs.isEmpty()) {
+                    System.out.flush();
+                    try {
+                        c.commitSync(Duration.ofSeconds(30));
+                    } catch (Exception e) {  // the broker went away mid-commit: the next poll commits again
+                        commitErrors++;
+                    }
+                }
+            }
+            try {
+                c.commitSync(Duration.ofSeconds(30));
+            } catch (Exception e) {
+                commitErrors++;
+            }
+            System.out.println("{\"type\":\"summary\",\"mode\":\"follow\",\"count\":" + n
+                    + ",\"commit_errors\":" + commitErrors + "}");
+        }
+        return 0;
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = opts(argv);
         int rc;
@@ -168,6 +216,7 @@ public class TxnTool {
             case "zombie": rc = zombie(a); break;
             case "consume": rc = consume(a); break;
             case "group-consume": rc = groupConsume(a); break;
+            case "follow": rc = follow(a); break;
             default: throw new IllegalArgumentException("unknown mode " + argv[0]);
         }
         System.out.flush();

@@ -3,12 +3,18 @@
 * the compose files parse, every build context / Dockerfile / module they
   name exists, depends_on is health-gated and consistent, and every KAFKA_*
   variable maps to a property the broker knows;
-* the Dockerfiles copy paths that exist, run as a non-root user, keep data in
-  a volume and health-check with ``minikafka healthcheck``;
+* the Dockerfiles take their base image and pip's index/find-links as build
+  arguments, copy paths that exist (and that the root .dockerignore keeps),
+  run as a non-root user, keep data in a volume and health-check with the
+  entrypoint's ``healthcheck``;
 * the entrypoint's env-to-property mapping (Apache Kafka image convention),
   and that the command it builds really starts a broker;
 * ``minikafka healthcheck`` exits 0 against a live broker and 1 against a
-  dead port.
+  dead port; given the broker's configuration it is healthy only when the
+  broker answering on every listener is this one (its cluster id);
+* a broker whose port is taken exits naming the address.
+
+The images themselves are built and run by tests/docker (marker ``docker``).
 """
 from __future__ import annotations
 
@@ -91,6 +97,15 @@ def test_other_commands_pass_through():
     assert entrypoint.command({}, ["sh", "-c", "true"]) == ["sh", "-c", "true"]
 
 
+def test_healthcheck_command_uses_the_broker_configuration():
+    env = {"KAFKA_LISTENERS": "PLAINTEXT://127.0.0.1:29999", "MINIKAFKA_CONFIG": "/etc/b.properties"}
+    broker = entrypoint.command(env, [], hostname="h", python="py")
+    hc = entrypoint.command(env, ["healthcheck", "--timeout", "3"], hostname="h", python="py")
+    assert hc[:4] == ["py", "-m", "broker", "healthcheck"]
+    assert hc[4:-2] == broker[3:], "the healthcheck must see exactly the broker's flags"
+    assert hc[-2:] == ["--timeout", "3"]
+
+
 def test_entrypoint_starts_a_broker_configured_by_env(tmp_path):
     """The real entrypoint, env only: the broker accepts every mapped property."""
     port = free_port()
@@ -151,6 +166,46 @@ def test_healthcheck_dead_port():
     assert "unhealthy" in res.stderr
 
 
+def own_healthcheck(listeners: str, data_dir) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "broker", "healthcheck", "--override",
+                           f"listeners={listeners}", "--override", f"log.dirs={data_dir}",
+                           "--timeout", "3"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_healthcheck_by_configuration_is_about_this_broker(broker, broker_factory, tmp_path):
+    """The image's healthcheck: the configured listener must be served by *this* broker."""
+    mine = f"PLAINTEXT://127.0.0.1:{broker.port}"
+    res = own_healthcheck(mine, broker.data_dir)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"PLAINTEXT 127.0.0.1:{broker.port} serve" in res.stdout
+    # 0.0.0.0 is probed on loopback
+    res = own_healthcheck(f"PLAINTEXT://0.0.0.0:{broker.port}", broker.data_dir)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # a broker that never started (no meta.properties yet), while `broker` holds the port
+    res = own_healthcheck(mine, tmp_path / "fresh")
+    assert res.returncode == 1 and "no cluster.id" in res.stderr, res.stderr
+    # a broker whose data dir names another cluster: the one answering is not it
+    other = broker_factory()
+    other.stop()
+    res = own_healthcheck(mine, other.data_dir)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert f"127.0.0.1:{broker.port} is served by another broker" in res.stderr
+    # two listeners: both must answer
+    res = own_healthcheck(f"{mine},OTHER://127.0.0.1:{free_port()}", broker.data_dir)
+    assert res.returncode == 1 and "OTHER 127.0.0.1:" in res.stderr, res.stderr
+
+
+def test_port_in_use_names_the_address(broker, tmp_path):
+    res = subprocess.run([sys.executable, "-m", "broker", "--override",
+                          f"listeners=PLAINTEXT://127.0.0.1:{broker.port}", "--override",
+                          f"log.dirs={tmp_path / 'data'}"], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=30)
+    assert res.returncode == 1
+    assert (f"cannot start: [Errno 98] Socket server failed to bind to 127.0.0.1:{broker.port}:"
+            " Address already in use") in res.stderr, res.stderr
+
+
 # --------------------------------------------------------------------------
 # compose files
 # --------------------------------------------------------------------------
@@ -188,7 +243,9 @@ def test_compose_file_is_consistent(name):
             if not src.startswith((".", "/")):
                 assert src in declared_volumes, f"{sname}: volume {src} not declared"
         for port in svc.get("ports") or []:
-            assert re.fullmatch(r"\d+:\d+", str(port)), port
+            # published on the host's loopback only, at the container's port
+            m = re.fullmatch(r"127\.0\.0\.1:(\d+):(\d+)", str(port))
+            assert m and m.group(1) == m.group(2), port
     images_built = {s["image"] for s in services.values() if "build" in s and "image" in s}
     known = broker_keys()
     for sname, svc in services.items():
@@ -215,8 +272,9 @@ def test_compose_file_is_consistent(name):
             assert props, f"{sname}: no KAFKA_* configuration"
             unknown = set(props) - known
             assert not unknown, f"{sname}: properties the broker does not know: {unknown}"
-            hc = svc["healthcheck"]["test"]
-            assert hc[:3] == ["CMD", "minikafka", "healthcheck"], hc
+            # the image's test (the broker's own listeners and cluster id): timing only here
+            assert "test" not in svc["healthcheck"], f"{sname}: healthcheck.test overrides the image's"
+            assert "healthcheck" in dockerfile_healthcheck("Dockerfile")
         # commands: the python modules they run exist
         cmd = svc.get("command")
         if isinstance(cmd, str):
@@ -249,8 +307,8 @@ def test_compose_commands_parse_with_their_programs():
         elif svc["image"].startswith("minikafka-spark"):
             args = parse_args(cmd)
             assert args.source == "kafka"
-            assert svc["environment"]["SPARK_JARS_PACKAGES"].startswith(
-                "org.apache.spark:spark-sql-kafka-0-10_2.13:")
+            # the connector is baked into the image, not fetched at every start
+            assert "SPARK_JARS_PACKAGES" not in svc["environment"]
 
 
 def test_spark_image_pins_the_connector_to_the_pyspark_version():
@@ -259,10 +317,24 @@ def test_spark_image_pins_the_connector_to_the_pyspark_version():
         "optional-dependencies"]["spark"]
     pyspark = next(e for e in extras if e.startswith("pyspark"))
     version = pyspark.split("==")[1]
-    text = (DOCKER / "Dockerfile.spark").read_text()
-    assert f"spark-sql-kafka-0-10_2.13:{version}" in text
-    pkg = load("docker-compose.yml")["services"]["spark-pipeline"]["environment"]["SPARK_JARS_PACKAGES"]
-    assert pkg.endswith(f":{version}")
+    args = dict(rest.split("=", 1) for op, rest in dockerfile_instructions(DOCKER / "Dockerfile.spark")
+                if op == "ARG" and "=" in rest)
+    assert args["SPARK_KAFKA_PACKAGES"] == f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
+    env = dict(kv.split("=", 1) for op, rest in dockerfile_instructions(DOCKER / "Dockerfile.spark")
+               if op == "ENV" for kv in rest.split())
+    assert env["SPARK_KAFKA_JARS"] == "/opt/spark-kafka-jars"
+
+
+def test_pipeline_jars_expand_directories(tmp_path):
+    from pipeline.job import expand_jars
+    (tmp_path / "b.jar").write_bytes(b"")
+    (tmp_path / "a.jar").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("")
+    assert expand_jars(f"{tmp_path},/x/c.jar") == f"{tmp_path}/a.jar,{tmp_path}/b.jar,/x/c.jar"
+    assert expand_jars(str(tmp_path / "empty")) == f"{tmp_path}/empty"   # a file name: as given
+    (tmp_path / "empty").mkdir()
+    assert expand_jars(str(tmp_path / "empty")) is None
+    assert expand_jars(None) is None and expand_jars("") is None
 
 
 # --------------------------------------------------------------------------
@@ -280,11 +352,30 @@ def dockerfile_instructions(path: Path) -> list[tuple[str, str]]:
     return out
 
 
+def dockerfile_healthcheck(name: str) -> str:
+    return next(rest for op, rest in dockerfile_instructions(DOCKER / name) if op == "HEALTHCHECK")
+
+
+PIP_ARGS = {"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_FIND_LINKS",
+            "PIP_NO_INDEX"}
+
+
 @pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.shop", "Dockerfile.spark"])
 def test_dockerfile(name):
     ins = dockerfile_instructions(DOCKER / name)
     ops = [op for op, _ in ins]
-    assert ins[0][0] == "FROM" and "slim" in ins[0][1]
+    # FROM ${BASE_IMAGE}, default the official slim Python image; pip's settings as
+    # build arguments (declared after FROM, unset by default: PyPI)
+    assert ins[0] == ("ARG", "BASE_IMAGE=python:3.11-slim-bookworm"), ins[0]
+    assert ins[1] == ("FROM", "${BASE_IMAGE}"), ins[1]
+    assert ops.count("FROM") == 1
+    declared = {rest for op, rest in ins[2:] if op == "ARG"}
+    assert PIP_ARGS <= declared, f"{name}: pip build arguments missing: {PIP_ARGS - declared}"
+    first_pip = next(i for i, (op, rest) in enumerate(ins) if op == "RUN" and "pip install" in rest)
+    assert all(op != "ARG" or "=" in rest or i < first_pip for i, (op, rest) in enumerate(ins)
+               if rest in PIP_ARGS), f"{name}: declare pip's build arguments before the first pip install"
+    assert not any(op == "RUN" and "--system" in rest for op, rest in ins), \
+        "useradd/groupadd --system with uid/gid 1000 warns (above SYS_UID_MAX)"
     for op, rest in ins:
         if op == "COPY":
             *srcs, _dest = rest.split()
@@ -297,17 +388,26 @@ def test_dockerfile(name):
     for part in entry:
         if part.startswith("/opt/minikafka/"):
             assert (REPO_ROOT / part.removeprefix("/opt/minikafka/")).is_file()
-    ignore = (DOCKER / f"{name}.dockerignore").read_text().split()
-    assert ".venv" in ignore and ".git" in ignore, "the repo-root context must not ship the venv"
+    # The classic builder (Compose's fallback) reads only the context root's .dockerignore.
+    ignore = [line for line in (REPO_ROOT / ".dockerignore").read_text().split()
+              if not line.startswith("#")]
+    for must in (".git", ".venv", "tests", "data"):
+        assert must in ignore, f".dockerignore must keep {must} out of the build context"
+    assert not list(DOCKER.glob("*.dockerignore")), "one .dockerignore, at the context root"
     for op, rest in ins:
         if op == "COPY":
             for src in rest.split()[:-1]:
                 assert src not in ignore, f"{name}: COPY {src} is excluded by its .dockerignore"
     if name == "Dockerfile":
         assert any(op == "VOLUME" and "/var/lib/minikafka/data" in rest for op, rest in ins)
-        hc = next(rest for op, rest in ins if op == "HEALTHCHECK")
-        assert "minikafka" in hc and "healthcheck" in hc
+        hc = json.loads(dockerfile_healthcheck(name).split("CMD", 1)[1])
+        assert hc[:3] == ["python", "/opt/minikafka/docker/entrypoint.py", "healthcheck"], hc
+        assert "9092" not in " ".join(hc), "the healthcheck must follow the configured listener"
         assert entrypoint.DATA_DIR == "/var/lib/minikafka/data"
     if name == "Dockerfile.spark":
         assert any(op == "RUN" and "openjdk-17" in rest for op, rest in ins)
-        assert any(op == "RUN" and ".[spark]" in rest for op, rest in ins)
+        assert any(op == "RUN" and "optional-dependencies']['spark']" in rest for op, rest in ins)
+        # Spark 4 creates ./artifacts at start: the working directory is the user's home
+        workdir = [rest for op, rest in ins if op == "WORKDIR"][-1]
+        assert workdir == "/home/spark" and "--home-dir /home/spark" in " ".join(
+            rest for op, rest in ins if op == "RUN"), workdir

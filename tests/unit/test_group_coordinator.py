@@ -2,6 +2,8 @@
 __consumer_offsets and explicit clock values."""
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore, OffsetValue
@@ -387,6 +389,22 @@ def test_txn_offsets_pending_until_marker():
     store.write_marker(part, 2000, commit=True)
     c2.complete_transaction(part, 2000, True)
     assert c2.fetch_offsets("g", [tp], True)[1][0][1].offset == 20
+
+
+def test_txn_offset_commit_logs_at_debug_only(caplog):
+    # one line per transaction at INFO would flood the log of an exactly-once
+    # service (it commits offsets in every transaction): DEBUG (issue 16)
+    store = MemoryOffsetsStore(50)
+    c = make(store=store)
+    tp = ("t", 0)
+    with caplog.at_level(logging.DEBUG, logger="minikafka"):
+        c.txn_commit_offsets("g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+        store.write_marker(c.partition_for("g"), 1000, commit=True)
+        c.complete_transaction(c.partition_for("g"), 1000, True)
+    assert c.fetch_offsets("g", [tp], True)[1][0][1].offset == 9
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+    assert "group g: committed 1 transactional offsets of producer 1000" in \
+        [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
 
 
 def test_txn_commit_does_not_overwrite_newer_plain_commit():

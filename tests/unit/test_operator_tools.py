@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 from broker.tools import dump_log
 from broker.tools.transactions import pretty_print_table
 from protocol import records as rec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_dump(*args: str) -> str:
@@ -102,3 +107,46 @@ def test_table_layout_matches_kafka():
     assert out.getvalue().splitlines() == [
         "TransactionalId             \tCoordinator\tProducerId\tTransactionState\t",
         "a-very-long-transactional-id\t1          \t7         \tOngoing         \t"]
+
+
+# Issue 16: the command line (`minikafka dump-log`, a real subprocess) on a file it cannot
+# read, or writing into a pipe its reader closed, says so in one line, never a traceback.
+def run_cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "broker", *args], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, **kw)
+
+
+def test_cli_dump_log_of_a_missing_file_is_one_line(tmp_path):
+    missing = tmp_path / "00000000000000000000.log"
+    r = run_cli("dump-log", "--files", str(missing))
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [f"minikafka dump-log: {missing}: No such file or directory"]
+    assert r.stdout == ""  # nothing dumped: not even the "Dumping" header of Kafka's tool
+
+
+def test_cli_dump_log_of_a_directory_is_one_line(tmp_path):
+    r = run_cli("dump-log", "--files", str(tmp_path))
+    assert r.returncode == 1 and r.stderr.splitlines() == [f"minikafka dump-log: {tmp_path}: Is a directory"]
+
+
+def test_cli_dump_log_into_a_closed_pipe_is_one_line(tmp_path):
+    # far more output than a pipe buffers (64 KiB), so the writer meets the closed pipe
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(b"".join(rec.build_batch([rec.Record(None, i, None, b"v" * 100, ())], base_offset=i)
+                             for i in range(3000)))
+    p = subprocess.Popen([sys.executable, "-m", "broker", "dump-log", "--print-data-log", "--files", str(log)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    assert p.stdout.readline() == f"Dumping {log}\n".encode()
+    p.stdout.close()  # as `| head -1` does
+    err = p.stderr.read().decode()
+    assert p.wait(60) == 1
+    assert err.splitlines() == ["minikafka dump-log: output closed by the reader (broken pipe)"]
+
+
+def test_cli_dump_log_of_a_misnamed_segment_is_one_line(tmp_path):
+    seg = tmp_path / "segment.log"  # the name must be the base offset
+    seg.write_bytes(rec.build_batch([rec.Record(None, 1, None, b"v", ())]))
+    r = run_cli("dump-log", "--files", str(seg))
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"minikafka dump-log: {seg}: not a segment file name"
+                                     " (expected <base offset, 20 digits>.log)"]

@@ -437,11 +437,32 @@ def test_corrupt_latest_snapshot_falls_back(tmp_path):
     log2.close()
 
 
-def test_admin_marker_with_negative_coordinator_epoch_is_not_fenced(log):
+def test_marker_with_negative_coordinator_epoch_is_fenced_like_any(log):
+    """Kafka's checkCoordinatorEpoch has no admin exception: -1 (KIP-664 tools, kafka-python's
+    default) is accepted while the partition has seen no coordinator epoch, and becomes it;
+    after a coordinator's marker it is TRANSACTION_COORDINATOR_FENCED."""
     log.append(data(0, txn=True))
-    end_txn(log, True, coordinator_epoch=3)
+    end_txn(log, False, coordinator_epoch=-1)
+    assert log.producer_state.last_entry(PID).coordinator_epoch == -1
     log.append(data(2, n=1, txn=True))
-    end_txn(log, False, coordinator_epoch=-1)      # KIP-664 admin abort
+    end_txn(log, True, coordinator_epoch=3)
+    log.append(data(3, n=1, txn=True))
+    end = log.log_end_offset
+    assert code_of(lambda: end_txn(log, False, coordinator_epoch=-1)) == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert log.log_end_offset == end and log.has_ongoing_transaction(PID)
+    end_txn(log, False, coordinator_epoch=3)
     e = log.producer_state.last_entry(PID)
     assert (e.current_txn_first_offset, e.coordinator_epoch) == (-1, 3)
-    assert log.aborted_transactions(0, log.log_end_offset) == [(PID, 3)]
+    assert log.aborted_transactions(0, log.log_end_offset) == [(PID, 0), (PID, 5)]
+
+
+def test_marker_with_higher_producer_epoch_bumps_it_with_or_without_transaction(log):
+    log.append(data(0, txn=True))
+    end_txn(log, False, epoch=2)                          # open transaction, epoch 0 -> 2
+    end_txn(log, True, pid=55, epoch=7)                   # a producer never seen here
+    end_txn(log, False, epoch=2)                          # nothing open: written, aborts nothing
+    assert [(e.producer_id, e.producer_epoch, e.current_txn_first_offset, e.last_sequence)
+            for e in log.active_producers()] == [(PID, 2, -1, -1), (55, 7, -1, -1)]
+    assert log.aborted_transactions(0, log.log_end_offset) == [(PID, 0)]
+    assert code_of(lambda: log.append(data(2, epoch=0, txn=True))) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert log.log_end_offset == 5

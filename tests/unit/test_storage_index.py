@@ -50,3 +50,54 @@ def test_time_index_lookup_and_maybe_append(tmp_path):
     (tmp_path / "00000000000000000000.timeindex").write_bytes(data + b"\x00")
     with pytest.raises(CorruptIndexError):
         TimeIndex(ti.path, 0).load()
+
+
+def _kafka_smallest_upper_bound_slot(positions: list[int], target: int) -> int:
+    """AbstractIndex.indexSlotRangeFor(target, VALUE, SMALLEST_UPPER_BOUND), line for line
+    (warm section of 8192 / 8 entries included)."""
+    entries = len(positions)
+    if entries == 0:
+        return -1
+
+    def search(begin: int, end: int) -> int:
+        lo, hi = begin, end
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if positions[mid] > target:
+                hi = mid - 1
+            elif positions[mid] < target:
+                lo = mid
+            else:
+                return mid
+        return -1 if lo == entries - 1 else lo + 1
+
+    first_hot = max(0, entries - 1 - 8192 // 8)
+    if positions[first_hot] < target:
+        return search(first_hot, entries - 1)
+    if positions[0] > target:
+        return 0
+    return search(0, first_hot)
+
+
+@pytest.mark.parametrize("entries", [0, 1, 2, 5, 1025, 1026, 3000])
+def test_fetch_upper_bound_offset_is_kafkas_search(tmp_path, entries):
+    """The aborted-transactions bound of a read_committed fetch: Kafka's own search, quirk
+    included (an exact match of the first entry's position answers the second entry)."""
+    import random
+    rnd = random.Random(entries)
+    idx = OffsetIndex(str(tmp_path / "00000000000000001000.index"), 1000)
+    pos, positions = 0, []
+    for i in range(entries):
+        pos += rnd.randint(1, 300)
+        idx.append(1000 + 3 * i + rnd.randint(0, 2), pos)
+        positions.append(pos)
+    targets = {0, 1, pos, pos + 1} | {p + d for p in positions[:40] + positions[-1100:] for d in (-1, 0, 1)}
+    for target in sorted(targets):
+        slot = _kafka_smallest_upper_bound_slot(positions, target)
+        expected = None if slot < 0 else idx.entry(slot)[0]
+        assert idx.fetch_upper_bound_offset(target) == expected, (target, slot)
+    if entries >= 2:
+        assert idx.fetch_upper_bound_offset(positions[0]) == idx.entry(1)[0]  # Kafka's quirk
+    if entries == 1:
+        assert idx.fetch_upper_bound_offset(positions[0]) is None
+    idx.close()

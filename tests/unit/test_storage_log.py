@@ -232,7 +232,7 @@ def test_append_validation_all_or_nothing(tmp_path):
         log.append(b)
     assert e.value.code == ErrorCode.INVALID_RECORD
     # the internal path may write control batches
-    r = log.append(rec.build_control_batch(1, 0, True, 0, TS), is_from_client=False)
+    r = log.append(rec.build_control_batch(1, 0, True, 0, TS), origin="coordinator")
     assert r.base_offset == 0 and log.log_end_offset == 1
 
 

@@ -254,3 +254,21 @@ def test_log_config_from_broker_properties_and_describe():
     with pytest.raises(KafkaError) as e:
         LogConfig.from_broker_properties({"log.segment.bytes": "huge"})
     assert e.value.code == ErrorCode.INVALID_CONFIG
+
+
+def test_invalid_config_messages_are_kafkas():
+    # recorded from Kafka 4.1: CreateTopics (validate_only) answers and broker start-up
+    cases = [({"cleanup.policy": "compact,banana"},
+              "Invalid value banana for configuration cleanup.policy: String must be one of: compact, delete"),
+             ({"compression.type": "banana"}, "Invalid value banana for configuration compression.type:"
+              " String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"),
+             ({"retention.ms": "-5"}, "Invalid value -5 for configuration retention.ms: Value must be at least -1")]
+    for overrides, message in cases:
+        with pytest.raises(KafkaError) as e:
+            LogConfig().with_overrides(overrides)
+        assert e.value.code == ErrorCode.INVALID_CONFIG and e.value.message == message
+    # a broker property is named as such, not by the topic config it sets
+    with pytest.raises(KafkaError) as e:
+        LogConfig.from_broker_properties({"log.cleanup.policy": "banana"})
+    assert e.value.message == ("Invalid value banana for configuration log.cleanup.policy:"
+                               " String must be one of: compact, delete")

@@ -1,0 +1,17 @@
+"""AddOffsetsToTxn (25): registers the group's __consumer_offsets partition in the transaction."""
+from coordinator.transaction.coordinator import TxnError
+from .common import fenced_error
+
+API_KEY = 25
+VERSIONS = (0, 4)
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    broker.ensure_internal_topic("__consumer_offsets")
+    try:
+        broker.txn_coordinator.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
+        code = 0
+    except TxnError as e:
+        code = fenced_error(e.code, header.api_version, 2)
+    return {"throttle_time_ms": 0, "error_code": code}

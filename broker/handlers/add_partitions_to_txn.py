@@ -1,0 +1,45 @@
+"""AddPartitionsToTxn (24): v0-3 one transaction from a client; v4+ batched, possibly
+verify-only (the question a partition leader asks before a transactional append)."""
+from protocol.errors import ErrorCode
+from coordinator.transaction.coordinator import TxnError
+from .common import fenced_error
+
+API_KEY = 24
+VERSIONS = (0, 5)
+
+
+def _result_topics(parts: dict):
+    topics: dict[str, list] = {}
+    for (topic, p), code in parts.items():
+        topics.setdefault(topic, []).append({"partition_index": p, "partition_error_code": int(code)})
+    return [{"name": t, "results_by_partition": r} for t, r in topics.items()]
+
+
+def _one(broker, tid, pid, epoch, topics, verify_only, version):
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    unknown = {tp for tp in wanted if broker.get_log(*tp) is None}
+    if unknown:
+        # Kafka validates first and fails the others with OPERATION_NOT_ATTEMPTED
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+    if verify_only:
+        return broker.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
+    try:
+        broker.txn_coordinator.add_partitions(tid, pid, epoch, wanted)
+        code = ErrorCode.NONE
+    except TxnError as e:
+        code = fenced_error(e.code, version, 2)
+    return {tp: code for tp in wanted}
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    v = header.api_version
+    if v <= 3:
+        res = _one(broker, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                   req.v3_and_below_producer_epoch, req.v3_and_below_topics, False, v)
+        return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _result_topics(res)}
+    out = []
+    for txn in req.transactions:
+        res = _one(broker, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only, v)
+        out.append({"transactional_id": txn.transactional_id, "topic_results": _result_topics(res)})
+    return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": out}

@@ -1,0 +1,27 @@
+"""InitProducerId (22): idempotent producers get a fresh id; transactional ids go to the coordinator."""
+from protocol.errors import ErrorCode
+from coordinator.transaction.coordinator import TxnError
+from .common import fenced_error
+
+API_KEY = 22
+VERSIONS = (0, 5)
+
+
+def _error(code, version: int) -> dict:
+    return {"throttle_time_ms": 0, "error_code": fenced_error(code, version, 4), "producer_id": -1, "producer_epoch": -1}
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    # v3+ (KIP-360): a producer recovering its own id names it and its epoch; both or neither
+    if (req.producer_id == -1) != (req.producer_epoch == -1):
+        return _error(ErrorCode.INVALID_REQUEST, header.api_version)
+    if req.transactional_id is None:
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0}
+    try:
+        broker.ensure_internal_topic("__transaction_state")
+        pid, epoch = await broker.txn_coordinator.init_producer_id(
+            req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
+    except TxnError as e:
+        return _error(e.code, header.api_version)
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch}

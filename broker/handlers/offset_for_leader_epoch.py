@@ -1,0 +1,30 @@
+"""OffsetForLeaderEpoch (23): clients validate positions after leader changes (KIP-320).
+
+Answered from the partition's leader epoch cache (storage.leader_epoch): the largest
+epoch <= the one asked for and where it ends (the log end offset for the current
+epoch), as Kafka's Partition.lastOffsetForLeaderEpoch.
+"""
+from protocol.errors import KafkaError
+from .common import check_leader_epoch
+
+API_KEY = 23
+VERSIONS = (2, 4)
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            r = {"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
+            try:
+                lg = broker.require_log(t.topic, p.partition)
+                check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
+                epoch, end = lg.end_offset_for_epoch(p.leader_epoch)
+                r.update(leader_epoch=epoch, end_offset=end)
+            except KafkaError as e:
+                r["error_code"] = int(e.code)
+            parts.append(r)
+        topics.append({"topic": t.topic, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}

@@ -1,0 +1,117 @@
+"""Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets."""
+from protocol import records as rec
+from protocol.errors import ErrorCode, KafkaError
+from storage.validator import RecordValidationError
+from ..broker import TransactionVerificationError
+from .common import CloseConnection, resolve_topic
+
+API_KEY = 0
+VERSIONS = (3, 12)
+MIXED_PRODUCERS = "Transactional records contained more than one producer ID"
+
+
+def _check_single_batch(records) -> None:
+    """Kafka's ProduceRequest.validateRecords: v3+ carries exactly one magic-2 batch."""
+    if not records:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request carries no record batch")
+    if len(records) < rec.HEADER_SIZE:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch is shorter than its header")
+    h = rec.parse_header(records, 0)
+    if h.magic != rec.MAGIC:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain record batches with magic version 2")
+    if h.size < len(records):
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain a single record batch")
+
+
+def _has_transactional_records(req) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords (first batch of each partition)."""
+    for t in req.topic_data:
+        for p in t.partition_data:
+            if p.records and len(p.records) >= rec.HEADER_SIZE and rec.parse_header(p.records, 0).is_transactional:
+                return True
+    return False
+
+
+def _transactional_producers(broker, req, by_id: bool) -> set[tuple[int, int]]:
+    """(producer id, epoch) of the transactional batches bound for existing partitions with
+    well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
+    found = set()
+    for t in req.topic_data:
+        name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
+        if topic_err is not None:
+            continue
+        for p in t.partition_data:
+            if broker.get_log(name, p.index) is None:
+                continue
+            try:
+                _check_single_batch(p.records)
+            except KafkaError:
+                continue
+            h = rec.parse_header(p.records, 0)
+            if h.is_transactional and h.producer_id >= 0:
+                found.add((h.producer_id, h.producer_epoch))
+    return found
+
+
+async def handle(conn, header, req):
+    broker = conn.broker
+    acks = req.acks
+    by_id = header.api_version >= 13
+    failed = False
+    responses = []
+    # transactional records need a transactional id (Kafka checks it is authorized, with no
+    # ACLs a missing one is all that can fail): the whole request is refused
+    refused = req.transactional_id is None and _has_transactional_records(req)
+    # transactional batches of more than one producer (id and epoch) in one request: Kafka's
+    # handleProduceAppend throws InvalidPidMappingException before appending anything, and
+    # every partition of the request gets it (ProduceRequest.getErrorResponse)
+    mixed = not refused and len(_transactional_producers(broker, req, by_id)) > 1
+    for t in req.topic_data:
+        name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
+        parts = []
+        for p in t.partition_data:
+            r = {"index": p.index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
+                 "log_start_offset": -1, "record_errors": [], "error_message": None}
+            try:
+                if refused:
+                    r["error_code"] = int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)  # no message, as Kafka
+                    failed = True
+                    parts.append(r)
+                    continue
+                if mixed:
+                    raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
+                if topic_err is not None:
+                    raise KafkaError(topic_err)
+                if acks not in (0, 1, -1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                if broker.is_internal(name):
+                    # Kafka refuses client writes to internal topics
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
+                lg = broker.require_log(name, p.index)
+                _check_single_batch(p.records)
+                res = await broker.append_records(lg, p.records, req.transactional_id, header.api_version)
+                if res.flush_needed:
+                    # flush.messages reached by this append: Kafka fsyncs before it answers
+                    await broker.flush_log(lg, res.last_offset + 1)
+                r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
+                         log_start_offset=res.log_start_offset)
+            except KafkaError as e:
+                failed = True
+                # Kafka sends error_message and record_errors (v8+) only for per-record validation
+                # failures (RecordValidationException) and a few transaction verification failures;
+                # other errors carry just the code. The log
+                # start offset comes with errors found by the log's validation.
+                r.update(error_code=int(e.code), log_start_offset=getattr(e, "log_start_offset", -1))
+                if isinstance(e, RecordValidationError):
+                    r.update(error_message=e.message,
+                             record_errors=[{"batch_index": i, "batch_index_error_message": m}
+                                            for i, m in e.record_errors])
+                elif isinstance(e, TransactionVerificationError) or mixed:
+                    r.update(error_message=e.message)  # Kafka's own text for some (hasCustomErrorMessage)
+            parts.append(r)
+        responses.append({"name": t.name, "topic_id": t.topic_id, "partition_responses": parts})
+    if acks == 0:
+        if failed:
+            raise CloseConnection("acks=0 produce failed")
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

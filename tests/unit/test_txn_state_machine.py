@@ -1,0 +1,145 @@
+"""The transaction coordinator as pure code (a TxnIO in memory): the paths an integration
+test cannot reach cheaply -- epoch exhaustion (Kafka's prepareProducerIdRotation and
+prepareFenceProducerEpoch) and marker write answers (TransactionMarkerRequestCompletionHandler)."""
+from __future__ import annotations
+
+import trio
+
+from coordinator.transaction.coordinator import MARKER_RETRY_FIRST_S, TransactionCoordinator, TxnError
+from coordinator.transaction.state import MAX_EPOCH, TxnState, decode_key, decode_value
+from protocol.errors import ErrorCode as E
+
+
+class MemoryIO:
+    def __init__(self):
+        self.records: list[tuple[bytes, bytes | None]] = []
+        self.flushed = 0
+        self.next_pid = 100
+        self.marker_answer: dict[tuple[str, int], int] = {}
+        self.markers: list[tuple[str, int, int, int, bool]] = []
+
+    def now_ms(self) -> int:
+        return 1_000
+
+    def allocate_producer_id(self) -> int:
+        self.next_pid += 1
+        return self.next_pid
+
+    def append_state(self, partition, key, value) -> None:
+        self.records.append((key, value))
+
+    async def flush_state(self, partition) -> None:
+        self.flushed += 1
+
+    def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
+        code = self.marker_answer.get((topic, partition), 0)
+        if code == 0:
+            self.markers.append((topic, partition, producer_id, producer_epoch, commit))
+        return code
+
+    def markers_due(self) -> None:
+        pass
+
+    def read_state(self):
+        return list(self.records)
+
+    def partition_exists(self, topic, partition) -> bool:
+        return True
+
+    def coordinator_epoch(self, state_partition) -> int:
+        return 0
+
+    def fault(self, point) -> None:
+        pass
+
+
+def test_exhausted_epoch_rotates_the_producer_id():
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    md = c.txns["t"]
+    md.producer_epoch = MAX_EPOCH - 2  # as if reached by many InitProducerIds
+    pid1, e1 = trio.run(c.init_producer_id, "t", 60000)
+    assert (pid1, e1) == (pid, MAX_EPOCH - 1)  # the last usable epoch
+    # a KIP-360 recovery at the exhausted epoch gets a fresh producer id, epoch 0 ...
+    pid2, e2 = trio.run(c.init_producer_id, "t", 60000, pid1, e1)
+    assert pid2 != pid1 and e2 == 0 and md.last_producer_epoch == MAX_EPOCH - 1
+    # ... and its retry (the response was lost) the same one: previous id, exhausted epoch
+    assert trio.run(c.init_producer_id, "t", 60000, pid1, e1) == (pid2, 0)
+    # after the next transition the previous id is the current one: the old id is fenced
+    c.add_partitions("t", pid2, 0, [("x", 0)])
+    try:
+        trio.run(c.init_producer_id, "t", 60000, pid1, e1)
+        raise AssertionError("not fenced")
+    except TxnError as e:
+        assert e.code == E.PRODUCER_FENCED
+
+
+def test_fence_at_the_last_epoch_uses_max_and_the_retry_rotates():
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, _ = trio.run(c.init_producer_id, "t", 60000)
+    md = c.txns["t"]
+    md.producer_epoch = MAX_EPOCH - 1
+    c.add_partitions("t", pid, MAX_EPOCH - 1, [("x", 0)])
+    try:
+        trio.run(c.init_producer_id, "t", 60000)
+        raise AssertionError("expected CONCURRENT_TRANSACTIONS")
+    except TxnError as e:
+        assert e.code == E.CONCURRENT_TRANSACTIONS
+    assert md.state == TxnState.PREPARE_ABORT and md.producer_epoch == MAX_EPOCH
+    assert c.write_markers() is None
+    assert io.markers == [("x", 0, pid, MAX_EPOCH, False)]
+    assert md.state == TxnState.COMPLETE_ABORT
+    pid2, e2 = trio.run(c.init_producer_id, "t", 60000)
+    assert pid2 != pid and e2 == 0 and md.last_producer_epoch == -1
+
+
+def test_marker_answers():
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    c.add_partitions("t", pid, epoch, [("a", 0), ("b", 0), ("c", 0)])
+    io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER), ("b", 0): int(E.UNSUPPORTED_FOR_MESSAGE_FORMAT)}
+    trio.run(c.end_txn, "t", pid, epoch, True)
+    assert io.flushed == 1  # the commit point
+    md = c.txns["t"]
+    # retriable: stays PrepareCommit, the partitions still waiting are the only ones left
+    assert c.write_markers() == MARKER_RETRY_FIRST_S
+    assert md.state == TxnState.PREPARE_COMMIT and md.partitions == {("a", 0)}
+    assert c.write_markers() == 2 * MARKER_RETRY_FIRST_S  # backoff doubles
+    io.marker_answer = {}
+    assert c.write_markers() is None
+    assert md.state == TxnState.COMPLETE_COMMIT and md.pending_state is None and md.partitions == set()
+    states = [decode_value("t", v).state for k, v in io.records if decode_key(k) == "t"]
+    assert states[-2:] == [TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT]
+    assert c.write_markers() is None  # the backoff starts over
+
+    # the producer's epoch moved on at the partition: Kafka stops sending, the id stays pending
+    pid, epoch = trio.run(c.init_producer_id, "u", 60000)
+    c.add_partitions("u", pid, epoch, [("a", 0)])
+    io.marker_answer = {("a", 0): int(E.INVALID_PRODUCER_EPOCH)}
+    trio.run(c.end_txn, "u", pid, epoch, False)
+    assert c.write_markers() is None
+    assert c.txns["u"].state == TxnState.PREPARE_ABORT
+    try:
+        trio.run(c.init_producer_id, "u", 60000)
+        raise AssertionError("expected CONCURRENT_TRANSACTIONS")
+    except TxnError as e:
+        assert e.code == E.CONCURRENT_TRANSACTIONS
+
+
+def test_reload_finishes_prepared_transactions():
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER)}
+    trio.run(c.end_txn, "t", pid, epoch, True)
+    assert c.write_markers() is not None
+    again = TransactionCoordinator(io)  # a restart: the log says PrepareCommit
+    again.load()
+    assert again.txns["t"].state == TxnState.PREPARE_COMMIT and again.txns["t"].pending_state is not None
+    io.marker_answer = {}
+    assert again.write_markers() is None
+    assert again.txns["t"].state == TxnState.COMPLETE_COMMIT
