@@ -210,10 +210,12 @@ def run_producer_confluent(a: argparse.Namespace) -> int:
                   "transactional.id": a.tid, "enable.idempotence": True, "linger.ms": 2,
                   "transaction.timeout.ms": a.transaction_timeout_ms, "message.timeout.ms": 30_000,
                   "socket.timeout.ms": 10_000, "reconnect.backoff.max.ms": 500,
-                  "retry.backoff.ms": 50})
+                  "retry.backoff.ms": 50,
+                  # e.g. CHAOS_RDKAFKA_DEBUG=eos,protocol: librdkafka's own account in the producer logs
+                  **({"debug": os.environ["CHAOS_RDKAFKA_DEBUG"]} if os.environ.get("CHAOS_RDKAFKA_DEBUG") else {})})
     deadline_s = a.call_timeout_s
 
-    def retrying(call, what: str) -> None:
+    def retrying(call) -> None:
         """librdkafka's contract: a retriable error means call it again."""
         end = now() + deadline_s
         while True:
@@ -227,7 +229,7 @@ def run_producer_confluent(a: argparse.Namespace) -> int:
                 raise
 
     try:
-        retrying(p.init_transactions, "init_transactions")
+        retrying(p.init_transactions)
         journal.write(e="I")
         txn = 0
         while not stop.requested:
@@ -242,17 +244,17 @@ def run_producer_confluent(a: argparse.Namespace) -> int:
                 p.produce(a.topic, key=a.tid.encode(), value=record_value(a.tid, a.instance, txn, i, n),
                           partition=part, on_delivery=lambda err, msg: err and failed.append(err))
             if p.flush(deadline_s) or failed:
-                retrying(p.abort_transaction, "abort_transaction")
+                retrying(p.abort_transaction)
                 journal.write(e="A", t=key)
                 continue
             journal.write(e="E", t=key, c=commit)
             try:
-                retrying(p.commit_transaction if commit else p.abort_transaction, "end")
+                retrying(p.commit_transaction if commit else p.abort_transaction)
                 journal.write(e="C" if commit else "A", t=key)
             except KafkaException as exc:
                 if not exc.args[0].txn_requires_abort():
                     raise
-                retrying(p.abort_transaction, "abort_transaction")
+                retrying(p.abort_transaction)
                 journal.write(e="A", t=key)
             if a.pause_ms:
                 time.sleep(a.pause_ms / 1000)
