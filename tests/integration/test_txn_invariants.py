@@ -367,22 +367,26 @@ class TxnInvariants(RuleBasedStateMachine):
         """A produce retried after its answer was lost: the broker answers the first append's
         offset and never appends it twice. If the producer has no transaction open on the
         partition any more (it ended, or an admin aborted it there), the retry goes through
-        partition verification: refused with INVALID_TXN_STATE once the transaction is over,
-        answered as a duplicate while it is still open; and either way, as Kafka 4.1 answers
+        partition verification: answered as a duplicate if the coordinator has the partition in the
+        producer's open (maybe newer) transaction, else INVALID_TXN_STATE; either way, as Kafka 4.1 answers
         (probed), the verification entry it leaves makes the producer's next sequence there
         OUT_OF_ORDER_SEQUENCE_NUMBER: that producer has to re-initialise."""
         inst = data.draw(st.sampled_from([i for i in self.slots if i is not None and i.last_batch]), label="slot")
         partition = data.draw(st.sampled_from(sorted(inst.last_batch)), label="partition")
-        batch, offset, txn = inst.last_batch[partition]
+        batch, offset, _ = inst.last_batch[partition]
         self.spent["late"] += 1
         COVERAGE["late produce retry"] += 1
         r = self.retrying(lambda c: c.produce(self.topic, partition, batch, transactional_id=inst.tid))
-        if txn.fate == OPEN:
+        current = inst.txn if inst.txn is not None and inst.txn.fate == OPEN else None
+        if current is not None and current.open_start.get(partition) is not None:
+            # the partition has the producer's transaction open: a plain duplicate
             assert (r.error_code, r.base_offset) == (0, offset), f"retry of {partition}@{offset}: {r}"
-            if txn.open_start.get(partition) is not None:
-                return
+            return
+        if current is not None and partition in current.partitions:
+            # verified: the coordinator has the partition in the producer's (maybe newer) transaction
+            assert (r.error_code, r.base_offset) == (0, offset), f"verified retry of {partition}@{offset}: {r}"
         else:
-            assert r.error_code == E.INVALID_TXN_STATE, f"retry of {partition}@{offset} after EndTxn: {r}"
+            assert r.error_code == E.INVALID_TXN_STATE, f"retry of {partition}@{offset} outside a transaction: {r}"
         COVERAGE["late produce retry verified again"] += 1
         self.add(inst, [partition])
         seq = inst.seq[partition]
