@@ -85,7 +85,7 @@ class RawClient(WireClient):
 
     def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                          coordinator_epoch: int) -> int:
-        """WriteTxnMarkers v1 for one partition -> error code (coordinator epoch -1: an admin's abort, KIP-664)."""
+        """WriteTxnMarkers v1 for one partition -> error code (an admin's abort, KIP-664)."""
         r = self.request(27, 1, {"markers": [{"producer_id": producer_id, "producer_epoch": producer_epoch,
                                               "transaction_result": commit, "coordinator_epoch": coordinator_epoch,
                                               "topics": [{"name": topic, "partition_indexes": [partition]}]}]})
@@ -107,7 +107,7 @@ class RawClient(WireClient):
         ABORT marker). Offsets and marks come from the first response (hw, lso, log start)."""
         first = self.fetch(topic, partition, 0 if start is None else start, isolation, max_bytes=max_bytes)
         if start is None and first.error_code == 1:  # OFFSET_OUT_OF_RANGE: begin at the log start
-            start = first.log_start_offset
+            start = self.list_offset(topic, partition, timestamp=-2)  # (the error carries no offsets)
             first = self.fetch(topic, partition, start, isolation, max_bytes=max_bytes)
         out = PartitionRead(first.error_code, first.high_watermark, first.last_stable_offset,
                             first.log_start_offset)
