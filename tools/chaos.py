@@ -364,7 +364,7 @@ class Broker:
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
-                [self.python, "-m", "broker", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                [self.python, "-m", "minikafka", "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
                  "--override", f"log.dirs={self.data}"],
                 cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                 start_new_session=True)
@@ -674,7 +674,7 @@ class Campaign:
 
     # ---------------------------------------------------------------- admin
     def wire(self):
-        from broker.tools.wire import WireClient
+        from minikafka.broker.tools.wire import WireClient
         return WireClient.to(self.broker.bootstrap, timeout=15, client_id="chaos")
 
     def create_topic(self) -> None:

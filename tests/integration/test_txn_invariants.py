@@ -52,7 +52,7 @@ from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant, p
                                  run_state_machine_as_test)
 
 from harness import BrokerError, wait_until
-from protocol.errors import ErrorCode as E
+from minikafka.protocol.errors import ErrorCode as E
 from rawclient import RawClient, make_batch
 
 FAULTS = ("txn.before_prepare", "txn.after_prepare", "txn.after_first_marker", "txn.after_markers")
