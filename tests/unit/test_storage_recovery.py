@@ -324,3 +324,29 @@ def test_indexes_of_trusted_segments_are_read_on_first_use(tmp_path):
     assert {off: log2.read(off, 1).records for off in expect} == expect
     assert log2.fetch_offset_by_timestamp(TS + 105) == ts
     assert log2.max_timestamp_and_offset() == (TS + 291, 59)
+
+
+def test_crash_without_snapshot_replays_every_batch_large_and_small(tmp_path):
+    """Producer state after a crash that left no snapshot is rebuilt from every batch (large
+    batches are walked header by header): a retry of the last batch is still a duplicate,
+    the next sequence is still the next one."""
+    log = open_log(tmp_path / "t-0")
+    seq = 0
+    for i in range(12):
+        n = 1 if i % 3 else 40  # every third batch ~40 KB
+        log.append(rec.build_batch([Record(None, TS + i, None, b"x" * 1000, ()) for _ in range(n)],
+                                   producer_id=7, producer_epoch=0, base_sequence=seq))
+        last = (n, seq)
+        seq += n
+    leo = log.log_end_offset
+    for f in os.listdir(tmp_path / "t-0"):
+        if f.endswith(".snapshot"):
+            os.unlink(tmp_path / "t-0" / f)
+    log2 = open_log(tmp_path / "t-0", had_clean_shutdown=False, recovery_point=0)
+    n, first = last
+    retry = rec.build_batch([Record(None, TS + 11, None, b"x" * 1000, ()) for _ in range(n)],
+                            producer_id=7, producer_epoch=0, base_sequence=first)
+    assert log2.append(retry).base_offset == leo - n  # the duplicate's original offsets
+    nxt = rec.build_batch([Record(None, TS + 12, None, b"y", ())], producer_id=7, producer_epoch=0,
+                          base_sequence=seq)
+    assert log2.append(nxt).base_offset == leo
