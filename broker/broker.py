@@ -99,8 +99,10 @@ class Broker:
         self._flush_wakeup = trio.Event()
 
     # ------------------------------------------------------------ lifecycle
-    def load(self) -> None:
+    def load(self, trace=None) -> None:
         self.logs.load()
+        if trace is not None:
+            trace.mark("logs")
         self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
@@ -117,6 +119,8 @@ class Broker:
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
             lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
         self.group_coordinator.load(now_ms())
+        if trace is not None:
+            trace.mark("coordinators")
 
     async def start_background(self, nursery) -> None:
         """Start the background work: transaction markers (those of transactions decided

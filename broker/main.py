@@ -14,9 +14,11 @@ from .server import serve_listener
 log = logging.getLogger("minikafka")
 
 
-async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: bool = True) -> None:
+async def run(config, trace=None, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: bool = True) -> None:
+    """Run the broker until SIGTERM/SIGINT. ``trace`` (broker.cli.StartupTrace) collects the
+    start-up phases; they are logged (DEBUG, minikafka.startup) once the broker is ready."""
     broker = Broker(config)
-    broker.load()
+    broker.load(trace)
     try:
         async with trio.open_nursery() as nursery:
             advertised = {}
@@ -46,6 +48,9 @@ async def run(config, *, task_status=trio.TASK_STATUS_IGNORED, install_signals: 
                 await nursery.start(serve_metrics, broker)
             print(f"minikafka ready: node {broker.node_id} listening on {', '.join(addresses)} "
                   f"(log.dirs={config.log_dir})", flush=True)
+            if trace is not None:
+                trace.mark("listeners")
+                logging.getLogger("minikafka.startup").debug("%s", trace.summary())
             task_status.started(broker)
             if install_signals:
                 with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
