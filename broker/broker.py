@@ -11,7 +11,6 @@ from collections import defaultdict
 import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.storage.cleaner import LogCleaner
 from minikafka.storage.config import LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.coordinator.producer_ids import ProducerIdManager
@@ -93,7 +92,7 @@ class Broker:
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
-        self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
+        self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
         self._flush_requests: dict = {}
         self._flush_wakeup = trio.Event()
@@ -103,7 +102,6 @@ class Broker:
         self.logs.load()
         if trace is not None:
             trace.mark("logs")
-        self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
@@ -208,6 +206,11 @@ class Broker:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
         worker thread (immutable segments only), swap them in here, in the log's owner."""
         cleaner = self.log_cleaner
+        if cleaner is None:
+            # made here, log.cleaner.backoff.ms after start (Kafka's cleaner threads start with the
+            # broker, but its first round comes no sooner): compaction is not on the start path
+            from minikafka.storage.cleaner import LogCleaner
+            cleaner = self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         plan = cleaner.plan(now_ms())
         if plan is None:
             return

@@ -49,8 +49,7 @@ async def run(config, trace=None, *, task_status=trio.TASK_STATUS_IGNORED, insta
             print(f"minikafka ready: node {broker.node_id} listening on {', '.join(addresses)} "
                   f"(log.dirs={config.log_dir})", flush=True)
             if trace is not None:
-                trace.mark("listeners")
-                logging.getLogger("minikafka.startup").debug("%s", trace.summary())
+                trace.ready()
             task_status.started(broker)
             if install_signals:
                 with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

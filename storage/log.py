@@ -38,7 +38,6 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
 from minikafka.storage.config import COMPRESSION_CODECS, LogConfig
-from minikafka.storage.cleaner import complete_interrupted_swaps
 from minikafka.storage.index import CorruptIndexError
 from minikafka.storage.leader_epoch import LeaderEpochFileCache
 from minikafka.storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
@@ -51,6 +50,7 @@ log = logging.getLogger("minikafka.storage")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
+_LOG_SWAP = LOG_SUFFIX + SWAP_SUFFIX  # a cleaner swap a crash interrupted
 
 
 class FlushStats:
@@ -227,8 +227,10 @@ class UnifiedLog:
         snapshots = []
         # a cleaner swap interrupted after its commit point is completed; its segments are re-validated
         names = os.listdir(self.dir)
-        swapped = set(complete_interrupted_swaps(self.dir, names))
-        if swapped:
+        swapped = set()
+        if any(n.endswith(_LOG_SWAP) for n in names):
+            from minikafka.storage.cleaner import complete_interrupted_swaps  # (compaction's, rarely needed)
+            swapped = set(complete_interrupted_swaps(self.dir, names))
             names = os.listdir(self.dir)
         for fname in names:
             if fname.endswith(_TMP_SUFFIXES) or fname.endswith(SWAP_SUFFIX):

@@ -150,6 +150,7 @@ class LogManager:
         self._leader_epochs: dict[tuple[str, int], int] = {}
         self._log_dir_of: dict[tuple[str, int], str] = {}
         self._locks: list[DirLock] = []
+        self._topics_text: str | None = None  # TOPICS_FILE as last read or written ("": none)
         # per log dir: the entries of each offset checkpoint file as last read or written
         self._checkpointed: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
         self._loaded = False
@@ -307,13 +308,16 @@ class LogManager:
     def _read_topics_store(self) -> dict[str, TopicInfo]:
         try:
             with open(self._topics_path, "r", encoding="utf-8") as f:
-                doc = json.load(f)
+                text = f.read()
+            doc = json.loads(text)
         except FileNotFoundError:
+            self._topics_text = ""
             return {}
         except (ValueError, OSError) as e:
             log.error("Cannot read %s (%s); rebuilding topic metadata from the partition directories",
                       self._topics_path, e)
             return {}
+        self._topics_text = text
         out = {}
         for name, t in doc.get("topics", {}).items():
             try:
@@ -331,7 +335,10 @@ class LogManager:
                    "configs": dict(t.configs),
                    "leader_epochs": [self._leader_epochs.get((name, p), 0) for p in range(t.num_partitions)]}
             for name, t in sorted(self._topics.items())}}
-        atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(doc, indent=1, sort_keys=True) + "\n" if self._topics or self._topics_text else ""
+        if text != self._topics_text:  # (a start without topics, or whose epochs did not move, writes none)
+            atomic_write(self._topics_path, text)
+            self._topics_text = text
 
     # ------------------------------------------------------------------ helpers
     def _register(self, ulog: UnifiedLog, log_dir: str) -> None:
