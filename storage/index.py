@@ -69,7 +69,8 @@ class _IndexFile:
 
     def defer_load(self, load: Callable[[], None]) -> None:
         """Read the file when its entries are first needed: ``load`` (which reads them,
-        sanity check and rebuild included) runs then, not now."""
+        sanity check and rebuild included, and must be safe to call from two threads at
+        once) runs then, not now."""
         for name in self._ARRAYS:
             self.__dict__.pop(name, None)
         self._deferred = load
@@ -80,9 +81,9 @@ class _IndexFile:
 
     def __getattr__(self, name):
         # only called for attributes not set: the entry arrays of an index not read yet
+        # (``load`` serializes concurrent first uses and clears ``_deferred`` once they are set)
         deferred = self.__dict__.get("_deferred")
         if deferred is not None and name in self._ARRAYS:
-            self._deferred = None
             deferred()
             return self.__dict__[name]
         raise AttributeError(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import threading
 import time
 from bisect import bisect_right
 from typing import Iterator, NamedTuple
@@ -37,6 +38,8 @@ END_OF_SEGMENT = 1 << 63  # recover(from_offset=...): from the last index entry
 _HEADER_SIZE = rec.HEADER_SIZE
 _unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
 _make_header = BatchHeader._make
+
+_DEFERRED_LOAD = threading.RLock()  # LogSegment._load_deferred_indexes
 
 # read granularity when scanning a file batch by batch
 _SCAN_CHUNK = 1 << 20
@@ -349,15 +352,17 @@ class LogSegment:
         raise AttributeError(name)
 
     def _load_deferred_indexes(self) -> None:
-        if not self.__dict__.get("_indexes_deferred"):
-            return
-        self._indexes_deferred = False
-        try:
-            self.load_indexes()
-        except CorruptIndexError as e:
-            log.warning("Rebuilding index files for %s: %s", self.log_path, e)
-            # a segment in use: its bytes stay as they are (recovery at start is what truncates)
-            self.recover(rebuild=True, truncate=False)
+        # first uses may race (the owner and a log cleaner thread): one loads, the other waits
+        with _DEFERRED_LOAD:
+            if not self.__dict__.get("_indexes_deferred"):
+                return
+            try:
+                self.load_indexes()
+            except CorruptIndexError as e:
+                log.warning("Rebuilding index files for %s: %s", self.log_path, e)
+                # a segment in use: its bytes stay as they are (recovery at start is what truncates)
+                self.recover(rebuild=True, truncate=False)
+            self._indexes_deferred = False
 
     def recover(self, from_offset: int | None = None, *, rebuild: bool = False, truncate: bool = True) -> int:
         """Validate the log file batch by batch, truncate at the first invalid batch and
@@ -564,7 +569,8 @@ class LogSegment:
                 self._fd = None
 
     def close(self) -> None:
-        if self.max_timestamp_so_far >= 0:
+        # (a segment whose indexes were never read has nothing to add to them)
+        if not self.__dict__.get("_indexes_deferred") and self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
         self._close_fd()
         self.offset_index.close()

@@ -350,3 +350,32 @@ def test_crash_without_snapshot_replays_every_batch_large_and_small(tmp_path):
     nxt = rec.build_batch([Record(None, TS + 12, None, b"y", ())], producer_id=7, producer_epoch=0,
                           base_sequence=seq)
     assert log2.append(nxt).base_offset == leo
+
+
+def test_first_use_of_a_trusted_segment_from_two_threads(tmp_path):
+    """The log's owner and a log cleaner thread may touch a trusted segment's indexes first at
+    the same time: both see them whole, the files are read once."""
+    import threading
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 30)
+    log.close()
+    for _ in range(5):
+        log2 = open_log(tmp_path / "t-0", c)
+        seg = log2.segments[1]
+        results, start = [], threading.Barrier(2)
+
+        def use():
+            start.wait()
+            results.append((seg.offset_index.entries, seg.max_timestamp_so_far, seg.translate_offset(9).position))
+        threads = [threading.Thread(target=use) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(results) == 2 and results[0] == results[1] and results[0][0] > 0
+        log2.close()
+    # closing never reads a trusted segment's indexes (nothing to add to them)
+    log3 = open_log(tmp_path / "t-0", c)
+    log3.close()
+    assert not log3.segments[0].offset_index.loaded
