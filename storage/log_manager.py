@@ -27,7 +27,6 @@ import re
 import shutil
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping, NamedTuple
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -125,6 +124,7 @@ def _in_parallel(fn, items: list) -> None:
         for item in items:
             fn(item)
         return
+    from concurrent.futures import ThreadPoolExecutor  # (topic creation only: not on the start path)
     with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
         for f in [pool.submit(fn, item) for item in items]:
             f.result()
