@@ -11,7 +11,6 @@ from collections import defaultdict
 import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.storage.cleaner import LogCleaner
 from minikafka.storage.config import LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.coordinator.producer_ids import ProducerIdManager
@@ -88,20 +87,22 @@ class Broker:
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
+        self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event = trio.Event()
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
-        self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
+        self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
         self._flush_requests: dict = {}
         self._flush_wakeup = trio.Event()
 
     # ------------------------------------------------------------ lifecycle
-    def load(self) -> None:
+    def load(self, trace=None) -> None:
         self.logs.load()
-        self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
+        if trace is not None:
+            trace.mark("logs")
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
@@ -117,6 +118,8 @@ class Broker:
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
             lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
         self.group_coordinator.load(now_ms())
+        if trace is not None:
+            trace.mark("coordinators")
 
     async def start_background(self, nursery) -> None:
         """Start the background work: transaction markers (those of transactions decided
@@ -204,6 +207,11 @@ class Broker:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
         worker thread (immutable segments only), swap them in here, in the log's owner."""
         cleaner = self.log_cleaner
+        if cleaner is None:
+            # made here, log.cleaner.backoff.ms after start (Kafka's cleaner threads start with the
+            # broker, but its first round comes no sooner): compaction is not on the start path
+            from minikafka.storage.cleaner import LogCleaner
+            cleaner = self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         plan = cleaner.plan(now_ms())
         if plan is None:
             return
