@@ -18,6 +18,7 @@ from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
+from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
 
 log = logging.getLogger("minikafka.broker")
@@ -432,6 +433,8 @@ class BrokerTxnIO:
             topic, _, part = skip.rpartition(":")
             self.skip_marker_for.add((topic, int(part)))
         self.hold_markers_prefix = os.environ.get("MINIKAFKA_FAULT_HOLD_MARKERS") or None
+        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None
+        self.group_commit = GroupCommit(broker.log_dir_failed)
 
     def now_ms(self) -> int:
         return now_ms()
@@ -455,10 +458,7 @@ class BrokerTxnIO:
 
     async def flush_state(self, partition: int) -> None:
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        try:
-            await trio.to_thread.run_sync(lg.flush, True)
-        except OSError as e:
-            self.broker.log_dir_failed(e)
+        await self.group_commit.flush(lg, lg.log_end_offset)
 
     def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
         if (topic, partition) in self.skip_marker_for:
@@ -486,6 +486,6 @@ class BrokerTxnIO:
         return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
 
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
-        if os.environ.get("MINIKAFKA_FAULT") == point:
+        if self.fault_point == point:
             log.error("fault injection: exiting at %s", point)
             os._exit(86)
