@@ -88,6 +88,8 @@ class TransactionCoordinator:
         self._completing: dict[str, TransactionMetadata] = {}
         self._retry_delay_s = MARKER_RETRY_FIRST_S
         self._warned: set[str] = set()  # transactional ids whose marker failure was logged
+        # transactional id -> (its __transaction_state partition, its record key): computed once
+        self._state_keys: dict[str, tuple[int, bytes]] = {}
 
     # ------------------------------------------------------------- loading
     def load(self) -> None:
@@ -109,28 +111,39 @@ class TransactionCoordinator:
             log.info("loaded %d transactional ids (%d with markers to finish)", len(self.txns), len(self._completing))
 
     def state_partition(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
+        return self._state_key(transactional_id)[0]
+
+    def _state_key(self, transactional_id: str) -> tuple[int, bytes]:
+        key = self._state_keys.get(transactional_id)
+        if key is None:
+            key = self._state_keys[transactional_id] = (partition_for(transactional_id, self.num_partitions),
+                                                        encode_key(transactional_id))
+        return key
 
     # --------------------------------------------------------- transitions
     def _candidate(self, md: TransactionMetadata, changes: dict) -> TransactionMetadata:
         target = changes.get("state", md.state)
         if md.state not in VALID_PREVIOUS[target]:
             raise TxnError(E.INVALID_TXN_STATE, f"{md.transactional_id}: illegal transition {md.state.display} -> {target.display}")
-        candidate = TransactionMetadata(**{**md.copy_fields(), **changes, "pending_state": None})
-        candidate.txn_last_update_ms = self.io.now_ms()
+        candidate = TransactionMetadata.__new__(TransactionMetadata)
+        fields = candidate.__dict__
+        fields.update(md.__dict__)
+        fields["partitions"] = set(md.partitions)
+        fields.update(changes)
+        fields["pending_state"] = None
+        fields["txn_last_update_ms"] = self.io.now_ms()
         # Kafka's TxnTransitMetadata: the previous producer id is the one before this transition
         # (InitProducerId accepts it from a producer retrying a producer id rotation)
-        candidate.prev_producer_id = md.producer_id
+        fields["prev_producer_id"] = md.producer_id
         return candidate
 
     def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> None:
-        self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id),
-                             encode_value(candidate))
+        partition, key = self._state_key(md.transactional_id)
+        self.io.append_state(partition, key, encode_value(candidate))
 
     @staticmethod
     def _apply(md: TransactionMetadata, candidate: TransactionMetadata) -> None:
-        for k, v in candidate.copy_fields().items():
-            setattr(md, k, v)
+        md.__dict__.update(candidate.__dict__)  # the candidate is dropped: its partition set becomes md's
         log.debug("%s -> %s (pid %d epoch %d)", md.transactional_id, md.state.display, md.producer_id, md.producer_epoch)
 
     def _transition(self, md: TransactionMetadata, **changes) -> None:
@@ -368,8 +381,10 @@ class TransactionCoordinator:
         for md in list(self.txns.values()):
             if (md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.pending_state is None
                     and md.txn_last_update_ms + self.id_expiration_ms <= now):
-                self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id), None)
+                partition, key = self._state_key(md.transactional_id)
+                self.io.append_state(partition, key, None)
                 del self.txns[md.transactional_id]
+                del self._state_keys[md.transactional_id]
                 log.info("expired transactional id %s", md.transactional_id)
                 n += 1
         return n
