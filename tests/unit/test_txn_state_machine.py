@@ -28,14 +28,20 @@ class MemoryIO:
     def append_state(self, partition, key, value) -> None:
         self.records.append((key, value))
 
+    def append_states(self, records) -> None:
+        self.records.extend((key, value) for _, key, value in records)
+
     async def flush_state(self, partition) -> None:
         self.flushed += 1
 
-    def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
-        code = self.marker_answer.get((topic, partition), 0)
-        if code == 0:
-            self.markers.append((topic, partition, producer_id, producer_epoch, commit))
-        return code
+    def write_markers(self, markers) -> list[int]:
+        codes = []
+        for topic, partition, producer_id, producer_epoch, commit, coordinator_epoch in markers:
+            code = self.marker_answer.get((topic, partition), 0)
+            if code == 0:
+                self.markers.append((topic, partition, producer_id, producer_epoch, commit))
+            codes.append(code)
+        return codes
 
     def markers_due(self) -> None:
         pass
