@@ -26,9 +26,10 @@ class TxnState(enum.IntEnum):
     @property
     def display(self) -> str:
         """The name Kafka's tools print (kafka-transactions.sh)."""
-        return "".join(w.capitalize() for w in self.name.split("_"))
+        return _DISPLAY[self]
 
 
+_DISPLAY = {s: "".join(w.capitalize() for w in s.name.split("_")) for s in TxnState}
 S = TxnState
 # The transitions this (TV1) coordinator makes; Kafka's validPreviousStates restricted to them.
 VALID_PREVIOUS = {
@@ -67,9 +68,6 @@ class TransactionMetadata:
     # written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
 
-    def copy_fields(self) -> dict:
-        return {k: (set(v) if isinstance(v, set) else v) for k, v in self.__dict__.items()}
-
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)
 
@@ -81,22 +79,44 @@ def encode_key(transactional_id: str) -> bytes:
                                                {"transactional_id": transactional_id})
 
 
-def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
-    """The record Kafka 4.1 writes (version 1). TV1 records carry no previous or next producer
-    id (tagged fields left at their default -1): those exist for TV2's epoch overflow."""
+_VALUE_V1_HEAD = struct.Struct(">hqhib")
+_VALUE_V1_TAIL = struct.Struct(">qq")
+_TOPIC_PARTITION = struct.Struct(">i")
+
+
+def encode_value(md: TransactionMetadata) -> bytes:
+    """The record Kafka 4.1 writes (version 1, flexible). TV1 records carry no previous or
+    next producer id and client transaction version 0 (tagged fields left at their
+    defaults, so not written): those exist for TV2.
+
+    Written by hand rather than through the schema machinery, as it is appended on every
+    transition; tests/unit check it byte for byte against the schema's encoding."""
+    out = bytearray(_VALUE_V1_HEAD.pack(1, md.producer_id, md.producer_epoch, md.txn_timeout_ms, int(md.state)))
     by_topic: dict[str, list[int]] = {}
     for topic, part in md.sorted_partitions():
         by_topic.setdefault(topic, []).append(part)
-    body = {
-        "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
-        "previous_producer_id": NO_PRODUCER_ID, "next_producer_id": NO_PRODUCER_ID,
-        "transaction_timeout_ms": md.txn_timeout_ms, "transaction_status": int(md.state),
-        "transaction_partitions": [{"topic": t, "partition_ids": p} for t, p in by_topic.items()],
-        "transaction_last_update_timestamp_ms": md.txn_last_update_ms,
-        "transaction_start_timestamp_ms": md.txn_start_ms,
-        "client_transaction_version": md.client_txn_version,
-    }
-    return struct.pack(">h", version) + schema.build(schema.data_message("TransactionLogValue", version), body)
+    _uvarint(out, len(by_topic) + 1)  # compact array
+    for topic, parts in by_topic.items():
+        name = topic.encode("utf-8")
+        _uvarint(out, len(name) + 1)  # compact string
+        out += name
+        _uvarint(out, len(parts) + 1)
+        for p in parts:
+            out += _TOPIC_PARTITION.pack(p)
+        out.append(0)  # no tagged fields
+    out += _VALUE_V1_TAIL.pack(md.txn_last_update_ms, md.txn_start_ms)
+    if md.client_txn_version:
+        out += bytes((1, 2, 2)) + md.client_txn_version.to_bytes(2, "big", signed=True)  # tag 2, 2 bytes
+    else:
+        out.append(0)
+    return bytes(out)
+
+
+def _uvarint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
 
 
 def decode_key(data: bytes) -> str | None:
