@@ -3,11 +3,17 @@
 Requests on one connection are handled one at a time, as Kafka does (it mutes
 a channel while a request is in flight), so responses go out in request order
 without any reordering buffer.
+
+A Fetch response's records are slices of segment files (storage's FileSlice): they
+are sent from the file with ``os.sendfile`` (Kafka's zero-copy transfer), never read
+into Python objects; where the platform or the stream cannot, they are read and
+written as they are, without assembling the frame.
 """
 from __future__ import annotations
 
 import errno
 import logging
+import os
 import struct
 import time
 
@@ -15,6 +21,7 @@ import trio
 
 from minikafka.protocol import schema
 from minikafka.protocol.schema import SchemaError
+from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
@@ -86,7 +93,7 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_
                 return
             out = await dispatch(conn, frame)
             if out is not None:
-                await stream.send_all(out)
+                await send_response(stream, out)
     except (ProtocolViolation, CloseConnection) as e:
         log.info("closing connection from %s: %s", peer, e)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -104,7 +111,53 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_
             await trio.aclose_forcefully(stream)
 
 
-async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
+# a sendfile failing with one of these means the socket or file cannot splice: read instead
+_NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP}
+
+
+async def send_response(stream, parts: list) -> None:
+    """Write one response frame given as chunks (bytes-like objects and FileSlices)."""
+    if len(parts) == 1:
+        await stream.send_all(parts[0])
+        return
+    # (no MSG_MORE / TCP_CORK between the parts: a corked tail stalls sendfile's wait for
+    # room in the socket buffer until the kernel's 200 ms cork timer fires)
+    sock = getattr(stream, "socket", None)
+    for part in parts:
+        if isinstance(part, FileSlice):
+            await _send_slice(stream, sock, part)
+        else:
+            await stream.send_all(part)
+
+
+async def _send_slice(stream, sock, s: FileSlice) -> None:
+    """Send a slice of a segment file: sendfile from its descriptor to the socket, waiting
+    for room in the socket buffer; a plain read and write where sendfile cannot be used."""
+    position, remaining = s.position, s.size
+    if sock is not None and hasattr(os, "sendfile"):
+        out_fd, in_fd = sock.fileno(), s.handle.fd
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while remaining:
+            try:
+                n = os.sendfile(out_fd, in_fd, position, remaining)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(sock)
+                continue
+            except OSError as e:
+                if e.errno not in _NO_SENDFILE:
+                    raise
+                break
+            if n == 0:  # end of file before the slice's end: the file was truncated
+                raise TruncatedSliceError(s, s.size - remaining)
+            position += n
+            remaining -= n
+        if not remaining:
+            return
+    rest = s if remaining == s.size else FileSlice(s.handle, position, remaining)
+    await stream.send_all(memoryview(rest.read()))
+
+
+async def dispatch(conn: Connection, frame: bytes) -> list | None:
     broker = conn.broker
     try:
         api_key, version, corr = schema.peek_request_header(frame)
@@ -119,7 +172,7 @@ async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
         if api_key == 18:
             # KIP-511: answer ApiVersions of any version with a v0 body naming our ranges.
             body = handlers.api_versions_body(broker, error_code=35)
-            return schema.encode_response(18, 0, corr, body)
+            return schema.encode_response_parts(18, 0, corr, body)
         raise ProtocolViolation(f"unsupported version {version} of {schema.API_NAMES[api_key]}")
     try:
         header, body = schema.decode_request(frame)
@@ -139,7 +192,7 @@ async def dispatch(conn: Connection, frame: bytes) -> bytes | None:
         broker.metrics.observe_request(api_key, time.perf_counter() - started)
     if response is None:  # acks=0 produce: no response at all
         return None
-    return schema.encode_response(api_key, version, corr, response)
+    return schema.encode_response_parts(api_key, version, corr, response)
 
 
 async def serve_listener(broker: Broker, listener, name: str, task_status=trio.TASK_STATUS_IGNORED):

@@ -450,7 +450,12 @@ class ChunkWriter:
     Fetch responses carry megabytes of records; writing them into a BytesIO and
     then prefixing the frame size would copy them three times. Here small writes
     gather in a bytearray and a large one becomes its own chunk, so the frame is
-    assembled with one join.
+    sent chunk by chunk without being assembled.
+
+    A ``records`` value may also be a deferred region of a file (an object with
+    ``len()`` and ``read()``, storage's FileSlice): a large one stays a chunk for the
+    server to send from the file itself (sendfile); a small one is read in here, where
+    one more syscall per chunk would cost more than the copy.
     """
 
     LARGE = 16384
@@ -470,7 +475,10 @@ class ChunkWriter:
                 self.buf = bytearray()
             self.chunks.append(data)
         else:
-            self.buf += data
+            try:
+                self.buf += data
+            except TypeError:  # a small deferred region
+                self.buf += data.read()
         self.size += n
         return n
 
@@ -554,8 +562,9 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return struct.pack(">i", len(payload)) + payload
 
 
-def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
-    """A whole response frame, size prefix included."""
+def encode_response_parts(api_key: int, version: int, correlation_id: int, body: dict) -> list:
+    """A whole response frame, size prefix included, as the chunks to send in order: bytes-like
+    objects and large deferred file regions (see ChunkWriter)."""
     out = ChunkWriter()
     flexible_header = response_header_version(api_key, version) >= 1
     out.write(b"\x00" * (9 if flexible_header else 8))  # size + header, patched below
@@ -566,7 +575,15 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: dict)
         struct.pack_into(">iib", head, 0, out.size - 4, correlation_id, 0)
     else:
         struct.pack_into(">ii", head, 0, out.size - 4, correlation_id)
-    return b"".join(parts) if len(parts) > 1 else bytes(head)
+    return parts
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
+    """A whole response frame, size prefix included, as one bytes object."""
+    parts = encode_response_parts(api_key, version, correlation_id, body)
+    if len(parts) == 1:
+        return bytes(parts[0])
+    return b"".join(p if isinstance(p, (bytes, bytearray, memoryview)) else p.read() for p in parts)
 
 
 def decode_response(api_key: int, version: int, frame: bytes):

@@ -90,8 +90,8 @@ def _read_all(broker, req, by_id: bool, version: int):
                     # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
                     answered.append((key, r))
                     continue
-                data = rr.records
-                if data:
+                data = rr.slice  # sent from the segment file as it is (server.send_response)
+                if data is not None:
                     r["records"] = data
                     total += len(data)
                     remaining -= len(data)
