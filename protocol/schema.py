@@ -21,7 +21,7 @@ import os
 import struct
 import uuid as uuidlib
 
-from construct import Construct, Float64b, Flag, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
+from construct import Construct, Float64b, Flag, FormatField, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
 from construct.core import StreamError, stream_read, stream_write
 
 _SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
@@ -233,11 +233,19 @@ class KStruct(Construct):
         self.tagged = sorted(tagged, key=lambda f: f.tag) if tagged is not None else None
         self.by_tag = {f.tag: f for f in (tagged or [])}
         self.absent = absent
+        self.steps = _steps(fields)
 
     def _parse(self, stream, context, path):
         out = Msg()
-        for f in self.fields:
-            out[f.name] = f.con._parse(stream, context, path)
+        for run, f in self.steps:
+            if run is None:
+                out[f.name] = f.con._parse(stream, context, path)
+                continue
+            data = stream.read(run.size)
+            if len(data) != run.size:
+                raise SchemaError(f"truncated: wanted {run.size} bytes, got {len(data)}")
+            for name, v in zip(run.names, run.unpack(data)):
+                out[name] = v
         for f in self.absent:
             out[f.name] = f.make_default()
         if self.tagged is not None:
@@ -255,11 +263,18 @@ class KStruct(Construct):
 
     def _build(self, obj, stream, context, path):
         get = obj.get
-        for f in self.fields:
-            v = get(f.name)
-            if v is None and not f.nullable and f.default is not None:
-                v = f.make_default()
-            f.con._build(v, stream, context, path)
+        for run, f in self.steps:
+            if run is None:
+                v = get(f.name)
+                if v is None and not f.nullable and f.default is not None:
+                    v = f.make_default()
+                f.con._build(v, stream, context, path)
+                continue
+            vals = []
+            for name, default in run.items:
+                v = get(name)
+                vals.append(default if v is None else v)
+            stream.write(run.pack(*vals))
         if self.tagged is not None:
             items = []
             for f in self.tagged:
@@ -281,6 +296,46 @@ class KStruct(Construct):
         for f in self.fields + self.absent + (self.tagged or []):
             out[f.name] = f.make_default()
         return out
+
+
+class _Run:
+    """Consecutive fixed-size primitive fields of a struct, packed and unpacked with one
+    struct.Struct (a Fetch answer has thousands of partitions of six such fields each)."""
+
+    __slots__ = ("items", "names", "size", "pack", "unpack")
+
+    def __init__(self, fields: list[Field], codes: str):
+        st = struct.Struct(">" + codes)
+        self.items = [(f.name, f.default) for f in fields]
+        self.names = [f.name for f in fields]
+        self.size, self.pack, self.unpack = st.size, st.pack, st.unpack
+
+
+def _code(con) -> str | None:
+    """The struct code of a fixed-size primitive construct, None for anything else."""
+    if con is Flag:
+        return "?"
+    if isinstance(con, FormatField):
+        return con.fmtstr.lstrip("<>=!")
+    return None
+
+
+def _steps(fields: list[Field]) -> list[tuple]:
+    """(run, None) for each run of primitive fields, (None, field) for any other field, in order."""
+    steps, pending, codes = [], [], ""
+    for f in fields:
+        code = _code(f.con)
+        if code is not None and not f.nullable:
+            pending.append(f)
+            codes += code
+            continue
+        if pending:
+            steps.append((_Run(pending, codes), None))
+            pending, codes = [], ""
+        steps.append((None, f))
+    if pending:
+        steps.append((_Run(pending, codes), None))
+    return steps
 
 
 class NullableStruct(Construct):

@@ -55,13 +55,20 @@ def _fetch_data(broker, req, by_id: bool) -> dict:
     """The request's partitions, {key: PartitionData} in request order (a partition named twice
     is read once, with the later parameters, as Kafka's map of them)."""
     out = {}
-    for t in req.topics:
-        topic_id = t.topic_id if by_id else ZERO_UUID
-        name = _topic_name(broker, t.topic_id) if by_id else t.topic
-        for p in t.partitions:
-            out[partition_key(name, topic_id, p.partition)] = PartitionData(
-                name, topic_id, p.partition, p.fetch_offset, p.log_start_offset, p.partition_max_bytes,
-                p.current_leader_epoch, p.last_fetched_epoch)
+    for t in req["topics"]:
+        if by_id:
+            topic_id = t["topic_id"]
+            if topic_id == ZERO_UUID:
+                topic_id = ZERO_UUID  # this object: `is` tells "no id" apart below
+            name = _topic_name(broker, topic_id)
+        else:
+            topic_id, name = ZERO_UUID, t["topic"]
+        key = partition_key(name, topic_id, 0)[0]
+        for p in t["partitions"]:  # (items, not attributes: thousands of partitions)
+            index = p["partition"]
+            out[key, index] = PartitionData(name, topic_id, index, p["fetch_offset"], p["log_start_offset"],
+                                            p["partition_max_bytes"], p["current_leader_epoch"],
+                                            p["last_fetched_epoch"])
     return out
 
 
@@ -97,7 +104,7 @@ def _read_all(broker, parts: list, req, version: int):
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])))
             continue
         try:
-            if pd.topic_id != ZERO_UUID and lg.topic_id != pd.topic_id:
+            if pd.topic_id is not ZERO_UUID and lg.topic_id != pd.topic_id:
                 # a session's topic deleted and created again under the same name
                 raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
             check_leader_epoch(lg, pd.current_leader_epoch if pd.current_leader_epoch >= 0 else None)
