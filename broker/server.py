@@ -116,45 +116,60 @@ _NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP}
 
 
 async def send_response(stream, parts: list) -> None:
-    """Write one response frame given as chunks (bytes-like objects and FileSlices)."""
+    """Write one response frame given as chunks (bytes-like objects and FileSlices).
+
+    A Fetch answer over many partitions alternates small chunks (a partition's fields) and
+    slices: they are written with plain non-blocking syscalls on the socket (write, sendfile),
+    waiting only when the socket buffer is full, two syscalls a partition as Kafka's writev and
+    transferTo. (No MSG_MORE / TCP_CORK between the chunks: a corked tail stalls sendfile's wait
+    for room in the socket buffer until the kernel's 200 ms cork timer fires.)"""
     if len(parts) == 1:
         await stream.send_all(parts[0])
         return
-    # (no MSG_MORE / TCP_CORK between the parts: a corked tail stalls sendfile's wait for
-    # room in the socket buffer until the kernel's 200 ms cork timer fires)
     sock = getattr(stream, "socket", None)
+    if sock is None or not hasattr(os, "sendfile"):
+        for part in parts:  # not a socket: each slice read and written as it is
+            await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)
+        return
+    fd = sock.fileno()
+    await trio.lowlevel.checkpoint_if_cancelled()
     for part in parts:
         if isinstance(part, FileSlice):
-            await _send_slice(stream, sock, part)
+            await _send_slice(sock, fd, part)
         else:
-            await stream.send_all(part)
+            await _write_all(sock, fd, memoryview(part))
+    await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
 
 
-async def _send_slice(stream, sock, s: FileSlice) -> None:
+async def _write_all(sock, fd: int, view: memoryview) -> None:
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+
+
+async def _send_slice(sock, fd: int, s: FileSlice) -> None:
     """Send a slice of a segment file: sendfile from its descriptor to the socket, waiting
     for room in the socket buffer; a plain read and write where sendfile cannot be used."""
     position, remaining = s.position, s.size
-    if sock is not None and hasattr(os, "sendfile"):
-        out_fd, in_fd = sock.fileno(), s.handle.fd
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while remaining:
-            try:
-                n = os.sendfile(out_fd, in_fd, position, remaining)
-            except BlockingIOError:
-                await trio.lowlevel.wait_writable(sock)
-                continue
-            except OSError as e:
-                if e.errno not in _NO_SENDFILE:
-                    raise
-                break
-            if n == 0:  # end of file before the slice's end: the file was truncated
-                raise TruncatedSliceError(s, s.size - remaining)
-            position += n
-            remaining -= n
-        if not remaining:
+    in_fd = s.handle.fd
+    while remaining:
+        try:
+            n = os.sendfile(fd, in_fd, position, remaining)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(sock)
+            continue
+        except OSError as e:
+            if e.errno not in _NO_SENDFILE:
+                raise
+            rest = FileSlice(s.handle, position, remaining)
+            await _write_all(sock, fd, memoryview(rest.read()))
             return
-    rest = s if remaining == s.size else FileSlice(s.handle, position, remaining)
-    await stream.send_all(memoryview(rest.read()))
+        if n == 0:  # end of file before the slice's end: the file was truncated
+            raise TruncatedSliceError(s, s.size - remaining)
+        position += n
+        remaining -= n
 
 
 async def dispatch(conn: Connection, frame: bytes) -> list | None:
