@@ -19,6 +19,7 @@ from minikafka.coordinator.transaction.coordinator import TxnError
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
 from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
+from .fetch_session import FetchManager
 
 log = logging.getLogger("minikafka.broker")
 
@@ -98,6 +99,8 @@ class Broker:
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
         self._flush_requests: dict = {}
         self._flush_wakeup = trio.Event()
+        # incremental fetch sessions (KIP-227), in memory only, as Kafka's
+        self.fetch_manager = FetchManager(config["max.incremental.fetch.session.cache.slots"], now_ms)
 
     # ------------------------------------------------------------ lifecycle
     def load(self, trace=None) -> None:

@@ -37,6 +37,7 @@ from typing import Callable, NamedTuple
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
+from minikafka.storage.file_slice import FileSlice
 from minikafka.storage.config import COMPRESSION_CODECS, LogConfig
 from minikafka.storage.index import CorruptIndexError
 from minikafka.storage.leader_epoch import LeaderEpochFileCache
@@ -81,7 +82,8 @@ class AppendResult(NamedTuple):
 
 class ReadResult(NamedTuple):
     """What a fetch reads from one partition (Kafka's ``FetchDataInfo`` with the log's offsets)."""
-    records: bytes             # a slice of one segment file: whole batches, possibly a cut one at the end
+    slice: FileSlice | None    # a slice of one segment file: whole batches, possibly a cut one at the
+                               # end; sent from the file as it is (None: no records)
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
@@ -91,6 +93,11 @@ class ReadResult(NamedTuple):
                                  # abortedTransactions; None where Kafka has none to give)
     first_entry_incomplete: bool = False  # without min_one, the size limit cut the first batch:
                                           # Kafka's fetch then answers no records (and no list)
+
+    @property
+    def records(self) -> bytes:
+        """The slice's bytes, read now (the fetch path sends the slice without reading it)."""
+        return self.slice.read() if self.slice is not None else b""
 
     @property
     def next_offset(self) -> int:
@@ -555,7 +562,7 @@ class UnifiedLog:
             max_offset = hw
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
-            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
+            return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
         # where max_offset's batch sits: the readable part ends there (Kafka's maxOffsetMetadata)
         max_base, max_position = self._offset_position(max_offset)
         segments = self.segments
@@ -571,11 +578,11 @@ class UnifiedLog:
             r = seg.read(fetch_offset, max_bytes, limit, min_one)
             if r is not None:
                 aborted = self._aborted_for_read(fetch_offset, i, r) if include_aborted else None
-                return ReadResult(r.data, hw, self.log_start_offset, lso, leo, fetch_offset, aborted,
+                return ReadResult(r.records, hw, self.log_start_offset, lso, leo, fetch_offset, aborted,
                                   r.first_entry_incomplete)
             i += 1  # nothing at or after fetch_offset in this segment
         # every batch from fetch_offset on is gone (Kafka: empty, without aborted transactions)
-        return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
+        return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset)
 
     def _offset_position(self, offset: int) -> tuple[int, int]:
         """(segment base offset, file position) of the batch holding ``offset``, or of the
@@ -592,7 +599,8 @@ class UnifiedLog:
     def _aborted_for_read(self, fetch_offset: int, seg_index: int, r) -> list[tuple[int, int]]:
         """Kafka's ``addAbortedTransactions`` for a read of segment ``seg_index``."""
         segments = self.segments
-        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + len(r.data))
+        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(
+            r.position + (len(r.records) if r.records is not None else 0))
         if bound is None:
             bound = segments[seg_index + 1].base_offset if seg_index + 1 < len(segments) else self.next_offset
         return [(t.producer_id, t.first_offset)

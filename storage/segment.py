@@ -3,7 +3,8 @@
 The ``.log`` file holds v2 record batches back to back, exactly as on the
 wire, with offsets assigned. Appends are one ``os.write`` on an unbuffered
 ``O_APPEND`` fd (the data is in the page cache, hence safe from a process
-kill, when ``append`` returns); reads are ``os.pread``.
+kill, when ``append`` returns); reads are ``os.pread``, and a fetch gets a
+:class:`FileSlice` of the file that the server sends without reading it.
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import struct
 import threading
 import time
 from bisect import bisect_right
+import weakref
 from typing import Iterator, NamedTuple
 
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import BatchHeader
 from minikafka.storage.checkpoint import fsync_fd_or_path
+from minikafka.storage.file_slice import FileHandle, FileSlice
 from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from minikafka.storage.transaction_index import TransactionIndex
 
@@ -63,8 +66,8 @@ class BatchPosition(NamedTuple):
 
 class SegmentRead(NamedTuple):
     """What :meth:`LogSegment.read` sliced (Kafka's ``FetchDataInfo`` from ``LogSegment.read``)."""
-    data: bytes               # bytes of the segment file from ``position``: whole batches, possibly
-                              # ending inside one (a cut batch, which clients skip)
+    records: FileSlice | None  # the segment file from ``position`` (None: nothing): whole batches,
+                               # possibly ending inside one (a cut batch, which clients skip)
     position: int             # file position of the first batch (Kafka's fetch offset metadata)
     first_entry_incomplete: bool  # the size limit cut the first batch (no min_one)
 
@@ -88,7 +91,10 @@ class LogSegment:
         # aborted transactions whose ABORT marker is in this segment (file created on first entry)
         self.txn_index = TransactionIndex(os.path.join(dir_path, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX,
                                           base_offset)
-        self._fd: int | None = None           # read/append fd, open while the segment is active
+        # read/append descriptor, open while the segment is active; an inactive segment reads
+        # through a read-only handle kept only while something (a slice being sent) holds it
+        self._file: FileHandle | None = None
+        self._reader = None  # weakref to that read-only FileHandle
         self.size = 0
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
@@ -100,7 +106,7 @@ class LogSegment:
             if os.path.exists(self.log_path) and os.path.getsize(self.log_path) > 0:
                 log.warning("Replacing stale segment file %s while creating a new segment", self.log_path)
             flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-            self._fd = os.open(self.log_path, flags, 0o644)
+            self._file = FileHandle.open(self.log_path, flags)
             for p in (self.offset_index.path, self.time_index.path):
                 os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.txn_index.reset()  # a stale .txnindex must not survive
@@ -109,24 +115,25 @@ class LogSegment:
 
     # ------------------------------------------------------------------ fds
     def open_for_append(self) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if self._file is None:
+            self._file = FileHandle.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
 
-    def _read_fd(self) -> tuple[int, bool]:
-        """An fd to pread from, and whether the caller must close it."""
-        if self._fd is not None:
-            return self._fd, False
-        return os.open(self.log_path, os.O_RDONLY), True
+    def _handle(self) -> FileHandle:
+        """A handle to read from: the active segment's own, else a read-only one, shared while
+        anyone holds it (a fetch response still sending a slice of this file)."""
+        if self._file is not None:
+            return self._file
+        h = self._reader() if self._reader is not None else None
+        if h is None:
+            h = FileHandle.open(self.log_path)
+            self._reader = weakref.ref(h)
+        return h
 
     def pread(self, size: int, position: int) -> bytes:
         if size <= 0:
             return b""
-        fd, owned = self._read_fd()
-        try:
-            return os.pread(fd, size, position)
-        finally:
-            if owned:
-                os.close(fd)
+        handle = self._handle()  # referenced until pread returns: that keeps it open
+        return os.pread(handle.fd, size, position)
 
     # ------------------------------------------------------------------ state
     @property
@@ -185,8 +192,9 @@ class LogSegment:
         """
         if not buf:
             return
-        if self._fd is None:
+        if self._file is None:
             self.open_for_append()
+        fd = self._file.fd
         physical = self.size
         if physical == 0 and batches:
             self._rolling_based_timestamp = batches[0][3]
@@ -194,11 +202,11 @@ class LogSegment:
         written = 0
         try:
             while written < len(view):
-                written += os.write(self._fd, view[written:])
+                written += os.write(fd, view[written:])
         except OSError as e:
             # undo a partial write so the file keeps whole batches only
             try:
-                os.ftruncate(self._fd, physical)
+                os.ftruncate(fd, physical)
             except OSError:
                 pass
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error appending to {self.log_path}: {e}") from e
@@ -227,29 +235,26 @@ class LogSegment:
         """
         if end is None:
             end = self.size
-        fd, owned = self._read_fd()
-        try:
-            pos = start
-            buf = b""
-            buf_start = start
-            size = 0
-            big = chunk >> 2
-            while end - pos >= _HEADER_SIZE:
-                off = pos - buf_start
-                if len(buf) - off < _HEADER_SIZE:
-                    buf = os.pread(fd, min(chunk if size < big else _HEADER_SIZE, end - pos), pos)
-                    buf_start, off = pos, 0
-                    if len(buf) < _HEADER_SIZE:
-                        return
-                header = _make_header(_unpack_header(buf, off))
-                size = header.batch_length + 12
-                if header.batch_length < rec.MIN_BATCH_LENGTH or pos + size > end:
+        handle = self._handle()  # held until the scan ends
+        fd = handle.fd
+        pos = start
+        buf = b""
+        buf_start = start
+        size = 0
+        big = chunk >> 2
+        while end - pos >= _HEADER_SIZE:
+            off = pos - buf_start
+            if len(buf) - off < _HEADER_SIZE:
+                buf = os.pread(fd, min(chunk if size < big else _HEADER_SIZE, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < _HEADER_SIZE:
                     return
-                yield BatchPosition(pos, header)
-                pos += size
-        finally:
-            if owned:
-                os.close(fd)
+            header = _make_header(_unpack_header(buf, off))
+            size = header.batch_length + 12
+            if header.batch_length < rec.MIN_BATCH_LENGTH or pos + size > end:
+                return
+            yield BatchPosition(pos, header)
+            pos += size
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
         """The first batch whose last offset >= ``offset`` (Kafka's ``translateOffset``), or None."""
@@ -271,15 +276,17 @@ class LogSegment:
         segment's end); None: nothing here is readable. Returns None if no batch in this
         segment has an offset >= ``start_offset``.
         """
+        handle = self._handle()  # one descriptor for the index scan and the slice
         first = self.translate_offset(start_offset)
         if first is None:
             return None
         first_size = first.header.batch_length + 12
         limit = max(max_size, first_size) if min_one else max_size
         if limit == 0 or max_position is None:
-            return SegmentRead(b"", first.position, False)
+            return SegmentRead(None, first.position, False)
         fetch_size = max(min(max_position - first.position, limit), 0)
-        return SegmentRead(self.pread(fetch_size, first.position), first.position, limit < first_size)
+        records = FileSlice(handle, first.position, fetch_size) if fetch_size else None
+        return SegmentRead(records, first.position, limit < first_size)
 
     # ------------------------------------------------------------------ timestamps
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
@@ -407,7 +414,7 @@ class LogSegment:
         bytes_since = 0
         valid = start
         reason = None
-        fd, owned = self._read_fd()
+        fd = os.open(self.log_path, os.O_RDONLY)
         try:
             file_size = os.fstat(fd).st_size
             buf = b""
@@ -473,8 +480,7 @@ class LogSegment:
                 pos += size
                 valid = pos
         finally:
-            if owned:
-                os.close(fd)
+            os.close(fd)
         if first_max is not None and valid == start and file_size > start:
             # the batch the index entry points at is not a valid one: start over from position 0
             return self.recover(truncate=truncate)
@@ -552,7 +558,8 @@ class LogSegment:
 
     def flush(self, data_only: bool = False) -> None:
         """fsync the log and (unless ``data_only``) index files (safe to call from another thread)."""
-        fsync_fd_or_path(self._fd, self.log_path)
+        handle = self._file  # held across the fsync: a concurrent roll cannot close it
+        fsync_fd_or_path(handle.fd if handle is not None else None, self.log_path)
         if data_only:
             return
         for idx in (self.offset_index, self.time_index, self.txn_index):
@@ -562,11 +569,10 @@ class LogSegment:
                 pass
 
     def _close_fd(self) -> None:
-        if self._fd is not None:
-            try:
-                os.close(self._fd)
-            finally:
-                self._fd = None
+        """Let go of the descriptors: closed now, or when the last slice of this file being
+        sent lets go of it."""
+        self._file = None
+        self._reader = None
 
     def close(self) -> None:
         # (a segment whose indexes were never read has nothing to add to them)
