@@ -26,9 +26,9 @@ Rows (key: what):
   txnconsume   consume read_uncommitted, a topic of 10,000 transactions (10 producers interleaved)
   committed    consume read_committed, the same topic                 rec/s
   commit1, commit10, commit100
-               N transactional producers (worker processes, a thread per producer) committing
-               10-record transactions for --commit-seconds: commits/s, commit_transaction()
-               latency p50 and p99
+               N transactional producers (up to 4 worker processes, a thread per producer)
+               committing 10-record transactions to a 10-partition topic (producer i to partition
+               i % 10) for --commit-seconds: commits/s, commit_transaction() latency p50 and p99
   produce1000  produce acks=1 round-robin over a 1,000-partition topic
   fetch1000    consume read_uncommitted from all 1,000 partitions (one consumer)
   ready        exec to Metadata answered, empty data dir, median of --ready-starts starts
