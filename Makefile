@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run test docker-test schema bench clean conformance-record
+.PHONY: run test docker-test schema bench bench-scale clean conformance-record
 
 # `make run` installs only the broker's dependencies (seconds); `make test` adds
 # the test clients and pyspark, `make pipeline` pyspark, to the same venv.
@@ -65,8 +65,13 @@ schema:
 conformance-record: $(VENV)/.installed
 	cd tests && $(abspath $(PY)) -m conformance.record $(ARGS)
 
+# Side by side with Apache Kafka: ARGS='--reference-bootstrap 127.0.0.1:19092' (see bench/throughput.py).
 bench: $(VENV)/.installed $(VENV)/.compiled
 	$(PY) bench/throughput.py $(ARGS)
+
+# How minikafka grows with partitions, producers, transaction size and data (README "Scale").
+bench-scale: $(VENV)/.installed $(VENV)/.compiled
+	$(PY) bench/scale.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
