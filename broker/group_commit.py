@@ -2,7 +2,6 @@
 meanwhile."""
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import outcome
@@ -33,7 +32,7 @@ class GroupCommit:
         self._dirty: dict = {}  # log -> offset (exclusive) the next round must make durable
         self._in_flight: _Round | None = None
         self._next: _Round | None = None  # the round after it, once someone waits for it
-        self._helpers: ThreadPoolExecutor | None = None
+        self._helpers = None  # a ThreadPoolExecutor, made on first use (off the start path)
 
     async def flush(self, lg, upto: int) -> None:
         """Return once ``lg`` is durable up to ``upto`` (its recovery point has reached it)."""
@@ -82,6 +81,8 @@ class GroupCommit:
             _flush_logs(items)
             return
         if self._helpers is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._helpers = ThreadPoolExecutor(GROUP_COMMIT_THREADS - 1, thread_name_prefix="group-commit")
         helping = [self._helpers.submit(_flush_logs, items[i::threads]) for i in range(1, threads)]
         try:
