@@ -89,6 +89,7 @@ class Broker:
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
+        self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event = trio.Event()
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write

@@ -11,6 +11,7 @@ import re
 
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.config import LogConfig
+from .security.listeners import SecurityConfigError, build_listeners
 
 log = logging.getLogger("minikafka.config")
 
@@ -91,7 +92,8 @@ DEFS: dict[str, tuple] = {
     "node.id": (_int, 1, _at_least(0), "Id of this broker (broker.id is an alias)"),
     "listeners": (_list, ["PLAINTEXT://127.0.0.1:9092"], None, "Addresses to listen on; port 0 picks a free port"),
     "advertised.listeners": (_list, None, None, "Addresses given to clients in Metadata (defaults to listeners)"),
-    "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT"], None, "Listener name to protocol; only PLAINTEXT is served"),
+    "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"], None,
+                                       "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
     "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one is used"),
     "num.partitions": (_int, 1, _at_least(1), "Partitions of auto-created topics"),
     "default.replication.factor": (_int, 1, _one_of(1), "Single node: only 1"),
@@ -139,6 +141,24 @@ DEFS: dict[str, tuple] = {
     "producer.id.expiration.ms": (_int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
     "producer.id.expiration.check.interval.ms": (_int, 600000, _at_least(1), "How often idle producer state is dropped"),
     "unstable.api.versions.enable": (_bool, False, None, "Advertise API versions Kafka marks unstable"),
+    # --- security (broker/security/): each also per listener as listener.name.<name>.<key>
+    "ssl.keystore.type": (str, "JKS", None, "Key store format; only PEM is served (JKS, PKCS12 are refused)"),
+    "ssl.keystore.location": (str, None, None, "PEM file with the private key and the certificate chain"),
+    "ssl.keystore.certificate.chain": (str, None, None, "Inline PEM certificate chain (with ssl.keystore.key)"),
+    "ssl.keystore.key": (str, None, None, "Inline PEM private key (with ssl.keystore.certificate.chain)"),
+    "ssl.key.password": (str, None, None, "Password of an encrypted PEM private key"),
+    "ssl.keystore.password": (str, None, None, "Not allowed with PEM key stores (use ssl.key.password)"),
+    "ssl.truststore.type": (str, "JKS", None, "Trust store format; only PEM is served"),
+    "ssl.truststore.location": (str, None, None, "PEM file of CA certificates trusted for client certificates"),
+    "ssl.truststore.certificates": (str, None, None, "Inline PEM CA certificates"),
+    "ssl.truststore.password": (str, None, None, "Not allowed with PEM trust stores"),
+    "ssl.client.auth": (str, "none", None, "Client certificates: required, requested or none"),
+    "ssl.enabled.protocols": (str, "TLSv1.2,TLSv1.3", None, "TLS versions served (TLSv1.2, TLSv1.3 only)"),
+    "ssl.protocol": (str, "TLSv1.3", None, "Accepted for Kafka compatibility (ssl.enabled.protocols decides)"),
+    "ssl.principal.mapping.rules": (str, "DEFAULT", None, "Principal of a TLS client: DEFAULT (the certificate's subject DN) only"),
+    "ssl.endpoint.identification.algorithm": (str, "https", None, "Accepted for Kafka compatibility: a client-side check"),
+    "sasl.enabled.mechanisms": (str, "GSSAPI", None, "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default GSSAPI is refused)"),
+    "connections.max.reauth.ms": (_int, 0, None, "Re-authentication (KIP-368) is not implemented: anything but 0 is refused"),
     "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }
 
@@ -149,6 +169,8 @@ UNIT_ALIASES = {
     "log.retention.hours": ("log.retention.ms", 3_600_000),
     "log.roll.hours": ("log.roll.ms", 3_600_000),
 }
+# Read by broker/security (per listener, and the keys refused when set), never warned about
+SECURITY_PREFIXES = ("listener.name.", "ssl.", "sasl.", "principal.builder.class")
 # Keys Kafka knows that a single-node broker accepts and ignores.
 IGNORED = {
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
@@ -157,6 +179,7 @@ IGNORED = {
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "min.insync.replicas",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
     "zookeeper.connect", "unclean.leader.election.enable",
+    "security.inter.broker.protocol", "sasl.mechanism.inter.broker.protocol", "sasl.mechanism.controller.protocol",
 }
 
 
@@ -210,7 +233,7 @@ class BrokerConfig:
                 if canon in raw:
                     continue
             if canon not in DEFS:
-                if key not in IGNORED:
+                if key not in IGNORED and not key.startswith(SECURITY_PREFIXES):
                     log.warning("unknown configuration key %r ignored", key)
                 continue
             parser, _, check, _ = DEFS[canon]
@@ -230,28 +253,15 @@ class BrokerConfig:
             LogConfig.from_broker_properties(raw)
         except KafkaError as e:
             raise ConfigError(e.message) from None
-        for lst in values["listeners"]:
-            parse_listener(lst)
+        try:
+            listeners, advertised = build_listeners(raw)
+        except SecurityConfigError as e:
+            raise ConfigError(str(e)) from None
         if values["advertised.listeners"] is None:
             values["advertised.listeners"] = list(values["listeners"])
-        else:
-            for lst in values["advertised.listeners"]:
-                parse_listener(lst, key="advertised.listeners")
-        return cls(values, originals, raw)
-
-
-_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)$")
-
-
-def parse_listener(text: str, key: str = "listeners") -> tuple[str, str, int]:
-    """'PLAINTEXT://host:port' -> (name, host, port); host '' means all interfaces."""
-    m = _LISTENER.match(text.strip())
-    if not m:
-        raise ConfigError(f"Invalid value {text} for configuration {key}: Expected NAME://host:port")
-    name, host, port = m.group(1), m.group(2).strip("[]"), int(m.group(3))
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"Invalid value {text} for configuration {key}: Port must be between 0 and 65535")
-    return name, host, port
+        config = cls(values, originals, raw)
+        config.listeners, config.advertised = listeners, advertised
+        return config
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -9,7 +9,6 @@ import socket
 import trio
 
 from .broker import Broker
-from .config import parse_listener
 from .server import serve_listener
 
 log = logging.getLogger("minikafka")
@@ -47,25 +46,22 @@ async def run(config, trace=None, *, task_status=trio.TASK_STATUS_IGNORED, insta
 
 async def _serve(broker, config, nursery) -> None:
     """Bind every listener and serve it, then start the background tasks (and metrics)."""
-    advertised = {}
-    for text in config["advertised.listeners"]:
-        name, host, port = parse_listener(text, "advertised.listeners")
-        advertised[name] = (host, port)
-    for text in config["listeners"]:
-        name, host, port = parse_listener(text)
+    for listener in config.listeners:
+        name, host, port = listener.name, listener.host, listener.port
         try:
-            listeners = await trio.open_tcp_listeners(port, host=host or None)
+            sockets = await trio.open_tcp_listeners(port, host=host or None)
         except OSError as e:
             # As Kafka's SocketServer: "Socket server failed to bind to host:port: ..."
             raise OSError(e.errno, f"Socket server failed to bind to {host or '0.0.0.0'}:{port}:"
                                    f" {e.strerror or e}") from None
-        bound_port = listeners[0].socket.getsockname()[1]
-        adv_host, adv_port = advertised.get(name, (host, port))
+        bound_port = sockets[0].socket.getsockname()[1]
+        adv_host, adv_port = config.advertised.get(name, (host, port))
         if not adv_host or adv_host == "0.0.0.0":
             adv_host = host if host and host != "0.0.0.0" else socket.gethostname()
         broker.advertised[name] = (adv_host, adv_port or bound_port)
-        for lst in listeners:
-            await nursery.start(serve_listener, broker, lst, name)
+        broker.listeners[name] = listener
+        for sock in sockets:
+            await nursery.start(serve_listener, broker, sock, listener)
         broker.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
     await broker.start_background(nursery)
     if config["metrics.listener"]:

@@ -210,8 +210,8 @@ async def dispatch(conn: Connection, frame: bytes) -> list | None:
     return schema.encode_response_parts(api_key, version, corr, response)
 
 
-async def serve_listener(broker: Broker, listener, name: str, task_status=trio.TASK_STATUS_IGNORED):
+async def serve_listener(broker: Broker, sock, listener, task_status=trio.TASK_STATUS_IGNORED):
     async def on_connect(stream):
-        await handle_connection(broker, stream, name)
+        await handle_connection(broker, stream, listener.name)
 
-    await trio.serve_listeners(on_connect, [listener], task_status=task_status)
+    await trio.serve_listeners(on_connect, [sock], task_status=task_status)

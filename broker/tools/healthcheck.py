@@ -55,13 +55,14 @@ def own_cluster_id(log_dirs: list[str]) -> str | None:
 
 
 def check_own_listeners(config, timeout: float) -> tuple[bool, str]:
-    from ..config import parse_listener
     ours = own_cluster_id(config["log.dirs"])
     if ours is None:
         return False, f"no cluster.id in {', '.join(config['log.dirs'])}/meta.properties yet"
     served = []
-    for text in config["listeners"]:
-        name, host, port = parse_listener(text)
+    for listener in config.listeners:
+        name, host, port = listener.name, listener.host, listener.port
+        if listener.protocol != "PLAINTEXT":
+            continue  # the probe speaks plain Kafka protocol, without TLS or SASL
         if port == 0:
             continue  # an ephemeral port cannot be found from outside the broker
         address = _probe_address(host, port)
@@ -74,7 +75,7 @@ def check_own_listeners(config, timeout: float) -> tuple[bool, str]:
                            f" ours is {ours})")
         served.append(f"{name} {address}")
     if not served:
-        return False, "no listener with a fixed port to probe"
+        return False, "no PLAINTEXT listener with a fixed port to probe"
     return True, f"{', '.join(served)} serve cluster {ours} ({apis} APIs)"
 
 

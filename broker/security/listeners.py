@@ -1,0 +1,162 @@
+"""Listeners as Kafka configures them: ``listeners``, ``advertised.listeners``,
+``listener.security.protocol.map`` and the per-listener overrides ``listener.name.<name>.<key>``.
+
+Everything is checked at start and turned into one `Listener` per entry of ``listeners``:
+its security protocol, its TLS context (SSL, SASL_SSL) and its SASL mechanisms (SASL_*).
+A setting minikafka does not implement is refused with one line naming the key and the value,
+never served some other way (an SSL listener that served plaintext would be a silent downgrade).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# Kafka's default listener.security.protocol.map: each protocol is also a listener name
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # served; Kafka's GSSAPI, OAUTHBEARER are not
+
+_ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")  # Kafka's EndPoint regex
+
+
+class SecurityConfigError(ValueError):
+    """One line naming the key and the value."""
+
+
+def invalid(key: str, value, reason: str) -> SecurityConfigError:
+    return SecurityConfigError(f"Invalid value {value} for configuration {key}: {reason}")
+
+
+def unsupported(key: str, value, supported: str) -> SecurityConfigError:
+    return invalid(key, value, f"not supported by minikafka ({supported})")
+
+
+@dataclass
+class Listener:
+    name: str          # as written in ``listeners`` (Kafka upper-cases it)
+    protocol: str      # one of PROTOCOLS
+    host: str          # '' means all interfaces
+    port: int
+    ssl_context: object = None            # ssl.SSLContext for SSL and SASL_SSL
+    client_auth: str = "none"             # ssl.client.auth
+    sasl_mechanisms: list[str] = field(default_factory=list)
+    plain_users: dict[str, str] = field(default_factory=dict)  # PLAIN: user -> password (JAAS)
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def parse_endpoint(text: str, key: str = "listeners") -> tuple[str, str, int]:
+    """'NAME://host:port' -> (NAME, host, port); host '' means all interfaces."""
+    m = _ENDPOINT.match(text.strip())
+    if not m or not re.fullmatch(r"[A-Za-z0-9_]+", m.group(1)):
+        raise invalid(key, text, f"Unable to parse {text.strip()} to a broker endpoint")
+    name, host, port = m.group(1).upper(), m.group(2), int(m.group(3))
+    if not 0 <= port <= 65535:
+        raise invalid(key, text, "Port must be between 0 and 65535")
+    return name, host, port
+
+
+def parse_protocol_map(text: str, key: str = "listener.security.protocol.map") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        name, colon, proto = item.partition(":")
+        name, proto = name.strip().upper(), proto.strip().upper()
+        if not colon or not name:
+            raise invalid(key, text, f"Map entry '{item}' is not of the form NAME:PROTOCOL")
+        if proto not in PROTOCOLS:
+            raise invalid(key, text, f"No enum constant org.apache.kafka.common.security.auth.SecurityProtocol.{proto}")
+        out[name] = proto
+    return out
+
+
+def listener_value(raw: dict[str, str], listener: str, key: str, default=None):
+    """``listener.name.<listener>.<key>`` if set, else ``<key>``, else ``default``, with the key
+    the value came from (for error messages)."""
+    prefixed = f"listener.name.{listener.lower()}.{key}"
+    if prefixed in raw:
+        return raw[prefixed], prefixed
+    if key in raw:
+        return raw[key], key
+    return default, key
+
+
+def _list(text) -> list[str]:
+    return [x.strip() for x in (text or "").split(",") if x.strip()]
+
+
+def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tuple[str, int]]]:
+    """(listeners, advertised NAME -> (host, port)) from the broker properties as written."""
+    from . import tls, sasl  # noqa: F401 (tls imports ssl only when a listener needs it)
+
+    proto_map = parse_protocol_map(raw.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP))
+    texts = _list(raw.get("listeners", "PLAINTEXT://127.0.0.1:9092"))
+    if not texts:
+        raise invalid("listeners", raw.get("listeners", ""), "At least one listener is required")
+    listeners: list[Listener] = []
+    for text in texts:
+        name, host, port = parse_endpoint(text)
+        proto = proto_map.get(name)
+        if proto is None:
+            raise invalid("listeners", raw.get("listeners"), f"No security protocol defined for listener {name}")
+        if any(lst.name == name for lst in listeners):
+            raise invalid("listeners", raw.get("listeners"), "Each listener must have a different name")
+        if port and any(lst.port == port for lst in listeners):
+            raise invalid("listeners", raw.get("listeners"), "Each listener must have a different port")
+        listeners.append(Listener(name, proto, host, port))
+    names = {lst.name for lst in listeners}
+    advertised: dict[str, tuple[str, int]] = {}
+    for text in _list(raw.get("advertised.listeners")):
+        name, host, port = parse_endpoint(text, "advertised.listeners")
+        if name not in names:
+            raise invalid("advertised.listeners", raw["advertised.listeners"],
+                          "advertised.listeners listener names must be equal to or a subset of the ones "
+                          f"defined in listeners. Found {name}. The valid options based on currently "
+                          f"configured listeners are {','.join(sorted(names))}")
+        advertised[name] = (host, port)
+    for lst in listeners:
+        if lst.protocol != "PLAINTEXT":  # not served yet: refused, never served as plaintext
+            raise unsupported("listeners", raw.get("listeners"), f"listener {lst.name} is {lst.protocol}; only PLAINTEXT is served")
+        if lst.tls:
+            tls.configure(raw, lst)
+        if lst.sasl:
+            sasl.configure(raw, lst)
+    _refuse_unused_keys(raw, listeners)
+    return listeners, advertised
+
+
+# Settings that change how a connection is secured: keys minikafka reads (in tls.py, sasl.py)
+# or refuses when set; never silently ignored.
+REFUSED_WHEN_SET = {
+    "connections.max.reauth.ms": "KIP-368 re-authentication is not implemented; leave it unset or 0",
+    "principal.builder.class": "the default principal builder only",
+    "sasl.server.callback.handler.class": "credentials come from the JAAS config (PLAIN) and the SCRAM store",
+    "sasl.server.max.receive.size": "the default (524288) only",
+}
+# Keys read per listener, so their listener.name.<l>. forms are known
+PER_LISTENER_KEYS = ("ssl.", "sasl.", "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config",
+                     "scram-sha-512.sasl.jaas.config", "connections.max.reauth.ms", "principal.builder.class")
+
+
+def _refuse_unused_keys(raw: dict[str, str], listeners: list[Listener]) -> None:
+    names = {lst.name.lower() for lst in listeners}
+    for key, value in raw.items():
+        base = key
+        if key.startswith("listener.name."):
+            lname, _, base = key[len("listener.name."):].partition(".")
+            if lname not in names:
+                raise invalid(key, value, f"no listener named {lname.upper()} in listeners")
+        if base in REFUSED_WHEN_SET:
+            if base == "connections.max.reauth.ms" and value.strip() == "0":
+                continue
+            raise unsupported(key, value, REFUSED_WHEN_SET[base])
+        if key.startswith("listener.name.") and not base.startswith(PER_LISTENER_KEYS):
+            raise unsupported(key, value, "per-listener overrides of ssl.*, sasl.* and "
+                                          "<mechanism>.sasl.jaas.config only")

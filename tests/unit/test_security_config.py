@@ -1,0 +1,65 @@
+"""Listeners and security settings as Kafka reads them; what minikafka cannot serve is refused
+at start with one line naming the key and the value, never served some other way."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from minikafka.broker.config import BrokerConfig, ConfigError
+
+
+def load(**kv):
+    return BrokerConfig.load(overrides={"log.dirs": "/nonexistent", **kv})
+
+
+def test_default_is_one_plaintext_listener_on_loopback():
+    c = load()
+    assert [(x.name, x.protocol, x.host, x.port) for x in c.listeners] == [("PLAINTEXT", "PLAINTEXT", "127.0.0.1", 9092)]
+
+
+def test_named_listeners_map_to_protocols_and_advertise_a_subset():
+    c = load(**{"listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://0.0.0.0:9093",
+                "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+                "advertised.listeners": "EXTERNAL://broker.example:19093"})
+    assert [(x.name, x.protocol) for x in c.listeners] == [("INTERNAL", "PLAINTEXT"), ("EXTERNAL", "PLAINTEXT")]
+    assert c.advertised == {"EXTERNAL": ("broker.example", 19093)}
+
+
+@pytest.mark.parametrize("kv,key,value", [
+    ({"listeners": "FOO://127.0.0.1:0"}, "listeners", "FOO://127.0.0.1:0"),
+    ({"listener.security.protocol.map": "PLAINTEXT:TLS"}, "listener.security.protocol.map", "PLAINTEXT:TLS"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:1,PLAINTEXT://127.0.0.1:2"}, "listeners", "PLAINTEXT://127.0.0.1:1"),
+    ({"listeners": "A://127.0.0.1:7,B://127.0.0.1:7", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"},
+     "listeners", "A://127.0.0.1:7"),
+    ({"advertised.listeners": "SSL://x:1"}, "advertised.listeners", "SSL://x:1"),
+    ({"listeners": "PLAINTEXT:9092"}, "listeners", "PLAINTEXT:9092"),
+    ({"connections.max.reauth.ms": "60000"}, "connections.max.reauth.ms", "60000"),
+    ({"principal.builder.class": "com.example.Builder"}, "principal.builder.class", "com.example.Builder"),
+    ({"listener.name.plaintext.num.partitions": "3"}, "listener.name.plaintext.num.partitions", "3"),
+    ({"listener.name.other.ssl.client.auth": "required"}, "listener.name.other.ssl.client.auth", "required"),
+])
+def test_refused_with_the_key_and_value(kv, key, value):
+    with pytest.raises(ConfigError) as e:
+        load(**kv)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert f"for configuration {key}:" in msg and value in msg
+
+
+def test_reauth_disabled_explicitly_is_accepted():
+    load(**{"connections.max.reauth.ms": "0"})
+
+
+@pytest.mark.parametrize("listeners", ["SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0",
+                                       "SASL_SSL://127.0.0.1:0", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"])
+def test_secured_listener_without_its_settings_does_not_start(tmp_path, listeners):
+    """Before: an SSL:// listener started and served plaintext. Now a secured listener missing its
+    key store / mechanisms is refused at start: exit 2, one line, nothing bound."""
+    r = subprocess.run([sys.executable, "-m", "minikafka", "--override", f"listeners={listeners}",
+                        "--override", f"log.dirs={tmp_path}"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "ready" not in r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("minikafka: configuration error: Invalid value"), r.stderr
