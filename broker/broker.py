@@ -13,6 +13,7 @@ import trio
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import LogConfig
 from minikafka.storage.log_manager import LogManager
+from minikafka.storage.security_store import ScramCredentialStore
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
@@ -72,6 +73,7 @@ class Metrics:
 
     def __init__(self):
         self.connections = 0
+        self.failed_authentications = 0  # Kafka's failed-authentication-total
         self.request_count = defaultdict(int)
         self.observers = []
 
@@ -109,6 +111,7 @@ class Broker:
         if trace is not None:
             trace.mark("logs")
         self.producer_ids = ProducerIdManager(self.config.log_dir)
+        self.scram_credentials = ScramCredentialStore(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
             BrokerTxnIO(self),

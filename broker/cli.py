@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "healthcheck": "minikafka.broker.tools.healthcheck",
     "transactions": "minikafka.broker.tools.transactions",
     "dump-log": "minikafka.broker.tools.dump_log",
+    "configs": "minikafka.broker.tools.configs",
 }
 
 

@@ -158,6 +158,7 @@ DEFS: dict[str, tuple] = {
     "ssl.principal.mapping.rules": (str, "DEFAULT", None, "Principal of a TLS client: DEFAULT (the certificate's subject DN) only"),
     "ssl.endpoint.identification.algorithm": (str, "https", None, "Accepted for Kafka compatibility: a client-side check"),
     "sasl.enabled.mechanisms": (str, "GSSAPI", None, "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default GSSAPI is refused)"),
+    "connection.failed.authentication.delay.ms": (_int, 100, _at_least(0), "Delay before closing a connection whose authentication failed (its error response goes first)"),
     "connections.max.reauth.ms": (_int, 0, None, "Re-authentication (KIP-368) is not implemented: anything but 0 is refused"),
     "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }

@@ -18,6 +18,7 @@ kafka_network_requestmetrics_requests_total{request}                   RequestMe
 kafka_network_requestmetrics_totaltime_seconds{request}                RequestMetrics TotalTimeMs as a histogram (seconds)
 kafka_coordinator_transaction_transactionalids{state}                  transactional ids known to the coordinator, per state
 kafka_server_socketservermetrics_connection_count                      open client connections
+kafka_server_socketservermetrics_failed_authentication_total           failed-authentication-total: failed TLS handshakes and SASL authentications
 kafka_server_fetchsessioncache_numincrementalfetchsessions             FetchSessionCache NumIncrementalFetchSessions (KIP-227)
 kafka_server_fetchsessioncache_numincrementalfetchpartitionscached     FetchSessionCache NumIncrementalFetchPartitionsCached
 kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total  FetchSessionCache IncrementalFetchSessionEvictionsPerSec (count)
@@ -189,6 +190,10 @@ class BrokerCollector:
         g = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count", "Open client connections")
         g.add_metric([], broker.metrics.connections)
         yield g
+        c = CounterMetricFamily("kafka_server_socketservermetrics_failed_authentication",
+                                "Failed TLS handshakes and SASL authentications")
+        c.add_metric([], broker.metrics.failed_authentications)
+        yield c
 
         cache = broker.fetch_manager.cache
         g = GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",

@@ -20,11 +20,14 @@ import time
 import trio
 
 from minikafka.protocol import schema
+from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.schema import SchemaError
 from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
+from .security.sasl import AuthenticationFailed, new_server as new_sasl_server
+from .security.tls import ANONYMOUS, principal_from_cert
 
 log = logging.getLogger("minikafka.server")
 
@@ -76,17 +79,27 @@ class Connection:
         self.stream = stream
         self.listener_name = listener_name
         self.peer = peer
+        # Kafka's KafkaPrincipal of the session: User:ANONYMOUS on PLAINTEXT and on SSL without a
+        # client certificate, the certificate's subject DN on SSL, the SASL user on SASL_*
+        self.principal = ANONYMOUS
 
 
-async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_name: str) -> None:
+async def handle_connection(broker: Broker, stream: trio.SocketStream, listener) -> None:
     try:
         peer = "%s:%s" % stream.socket.getpeername()[:2]
     except OSError:
         peer = "?"
-    conn = Connection(broker, stream, listener_name, peer)
-    reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
+    conn = Connection(broker, stream, listener.name, peer)
     broker.metrics.connections += 1
     try:
+        if listener.tls:
+            tls = await tls_handshake(stream, listener, conn)
+            if tls is None:
+                return
+            stream = conn.stream = tls
+        if listener.sasl and not await sasl_authenticate(conn, listener):
+            return
+        reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
         while True:
             frame = await reader.read_frame()
             if frame is None:
@@ -108,7 +121,122 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener_
     finally:
         broker.metrics.connections -= 1
         with trio.CancelScope(shield=True):
-            await trio.aclose_forcefully(stream)
+            await trio.aclose_forcefully(conn.stream)
+
+
+def failed_authentication(conn: Connection, reason: str) -> None:
+    """Kafka's log line (Selector) and metric (failed-authentication-total) of a failed authentication."""
+    conn.broker.metrics.failed_authentications += 1
+    log.info("Failed authentication with /%s (%s)", conn.peer, reason)
+
+
+async def close_after_failed_authentication(conn: Connection) -> bool:
+    """As Kafka (connection.failed.authentication.delay.ms): the error response is out, the close
+    comes a moment later, so the client reads the error before the connection goes (and a
+    password-guessing client is slowed down). False: the connection is to close."""
+    await trio.sleep(conn.broker.config["connection.failed.authentication.delay.ms"] / 1000)
+    return False
+
+
+async def tls_handshake(stream, listener, conn: Connection):
+    """The TLS stream once the handshake is done (principal from the client certificate), or None
+    when it failed (counted and logged as a failed authentication, as Kafka does)."""
+    tls = trio.SSLStream(stream, listener.ssl_context, server_side=True)
+    try:
+        await tls.do_handshake()
+    except trio.BrokenResourceError as e:
+        cause = e.__cause__
+        failed_authentication(conn, f"SSL handshake failed: {cause or e}")
+        return None
+    conn.principal = principal_from_cert(tls.getpeercert())
+    return tls
+
+
+# Kafka's sasl.server.max.receive.size: the largest frame read before authentication
+SASL_MAX_RECEIVE_SIZE = 524288
+
+
+async def sasl_authenticate(conn: Connection, listener) -> bool:
+    """Kafka's SaslServerAuthenticator: ApiVersions and SaslHandshake, then the mechanism's
+    tokens, either in SaslAuthenticate requests (handshake v1) or as bare size-prefixed frames
+    (handshake v0, old clients). Any other request before authentication closes the connection.
+    True once authenticated (``conn.principal`` set); False when the connection is to close."""
+    broker, stream = conn.broker, conn.stream
+    reader = FrameReader(stream, SASL_MAX_RECEIVE_SIZE)
+    server = None
+    handshake_version = None
+    while True:
+        frame = await reader.read_frame()
+        if frame is None:
+            return False
+        if server is not None and handshake_version == 0:
+            try:  # an unframed token
+                challenge = server.evaluate(frame)
+            except AuthenticationFailed as e:
+                failed_authentication(conn, f"Authentication failed during authentication due to invalid "
+                                            f"credentials with SASL mechanism {mechanism}: {e}")
+                return await close_after_failed_authentication(conn)
+            await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
+            if server.complete:
+                conn.principal = "User:" + server.username
+                reader.max_size = broker.config["socket.request.max.bytes"]
+                return await _continue(conn, reader)
+            continue
+        try:
+            api_key, version, corr = schema.peek_request_header(frame)
+        except SchemaError as e:
+            raise ProtocolViolation(str(e)) from None
+        if server is None and api_key == 18:  # ApiVersions
+            out = await dispatch(conn, frame)
+            await send_response(stream, out)
+            continue
+        expected = 17 if server is None else 36
+        lo, hi = handlers.REGISTRY[expected].VERSIONS
+        if api_key != expected or not lo <= version <= hi:
+            name = schema.API_NAMES.get(api_key, api_key)
+            raise ProtocolViolation(f"Unexpected Kafka request of type {name} v{version} during SASL "
+                                    + ("handshake" if server is None else "authentication"))
+        try:
+            header, body = schema.decode_request(frame)
+        except Exception as e:
+            raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} request: {e!r}") from None
+        if api_key == 17:  # SaslHandshake
+            mechanism = body.mechanism
+            enabled = listener.sasl_mechanisms
+            ok = mechanism in enabled
+            await send_response(stream, schema.encode_response_parts(17, version, corr, {
+                "error_code": 0 if ok else int(ErrorCode.UNSUPPORTED_SASL_MECHANISM), "mechanisms": enabled}))
+            if not ok:
+                failed_authentication(conn, f"Unsupported SASL mechanism {mechanism}")
+                return await close_after_failed_authentication(conn)
+            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup)
+            handshake_version = version
+            continue
+        # SaslAuthenticate
+        try:
+            challenge, code, message = server.evaluate(body.auth_bytes), 0, None
+        except AuthenticationFailed as e:
+            challenge, code, message = b"", int(ErrorCode.SASL_AUTHENTICATION_FAILED), str(e)
+        await send_response(stream, schema.encode_response_parts(36, version, corr, {
+            "error_code": code, "error_message": message, "auth_bytes": challenge, "session_lifetime_ms": 0}))
+        if code:
+            failed_authentication(conn, message)
+            return await close_after_failed_authentication(conn)
+        if server.complete:
+            conn.principal = "User:" + server.username
+            return True
+
+
+async def _continue(conn: Connection, reader: FrameReader) -> bool:
+    """After a v0 (unframed) exchange: serve the rest of the connection from the same reader,
+    which may already hold the next request."""
+    while True:
+        frame = await reader.read_frame()
+        if frame is None:
+            return False
+        out = await dispatch(conn, frame)
+        if out is not None:
+            await send_response(conn.stream, out)
 
 
 # a sendfile failing with one of these means the socket or file cannot splice: read instead
@@ -126,9 +254,14 @@ async def send_response(stream, parts: list) -> None:
     if len(parts) == 1:
         await stream.send_all(parts[0])
         return
-    sock = getattr(stream, "socket", None)
-    if sock is None or not hasattr(os, "sendfile"):
-        for part in parts:  # not a socket: each slice read and written as it is
+    if not isinstance(stream, trio.SocketStream):
+        # TLS (trio.SSLStream): the bytes must go through the TLS stream, never sendfile'd to the
+        # raw socket; slices are read and the frame written as one, not one TLS record a chunk
+        await stream.send_all(b"".join(part.read() if isinstance(part, FileSlice) else part for part in parts))
+        return
+    sock = stream.socket
+    if not hasattr(os, "sendfile"):
+        for part in parts:  # no sendfile on this platform: each slice read and written as it is
             await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)
         return
     fd = sock.fileno()
@@ -212,6 +345,6 @@ async def dispatch(conn: Connection, frame: bytes) -> list | None:
 
 async def serve_listener(broker: Broker, sock, listener, task_status=trio.TASK_STATUS_IGNORED):
     async def on_connect(stream):
-        await handle_connection(broker, stream, listener.name)
+        await handle_connection(broker, stream, listener)
 
     await trio.serve_listeners(on_connect, [sock], task_status=task_status)

@@ -122,8 +122,6 @@ def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tupl
                           f"configured listeners are {','.join(sorted(names))}")
         advertised[name] = (host, port)
     for lst in listeners:
-        if lst.protocol != "PLAINTEXT":  # not served yet: refused, never served as plaintext
-            raise unsupported("listeners", raw.get("listeners"), f"listener {lst.name} is {lst.protocol}; only PLAINTEXT is served")
         if lst.tls:
             tls.configure(raw, lst)
         if lst.sasl:

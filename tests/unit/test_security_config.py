@@ -63,3 +63,70 @@ def test_secured_listener_without_its_settings_does_not_start(tmp_path, listener
     assert "ready" not in r.stdout
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("minikafka: configuration error: Invalid value"), r.stderr
+
+
+# ------------------------------------------------------------------ TLS and SASL settings
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    from security_kit import make_certs
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+def ssl_listener(certs, **kv):
+    return {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server), **kv}
+
+
+def test_pem_keystore_file_or_inline(certs):
+    c = load(**ssl_listener(certs, **{"ssl.client.auth": "required", "ssl.truststore.type": "PEM",
+                                      "ssl.truststore.location": str(certs.ca)}))
+    assert c.listeners[0].ssl_context is not None and c.listeners[0].client_auth == "required"
+    inline = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+              "ssl.keystore.certificate.chain": certs.server_cert.read_text(),
+              "ssl.keystore.key": certs.server_key.read_text()}
+    assert load(**inline).listeners[0].ssl_context is not None
+
+
+@pytest.mark.parametrize("extra,key", [
+    ({"ssl.keystore.type": "PKCS12"}, "ssl.keystore.type"),
+    ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+    ({"ssl.keystore.location": "/no/such.pem"}, "ssl.keystore.location"),
+    ({"ssl.keystore.password": "x"}, "ssl.keystore.password"),
+    ({"ssl.client.auth": "sometimes"}, "ssl.client.auth"),
+    ({"ssl.enabled.protocols": "TLSv1.1,TLSv1.2"}, "ssl.enabled.protocols"),
+    ({"ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/"}, "ssl.principal.mapping.rules"),
+    ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites"),
+    ({"listener.name.ssl.ssl.client.auth": "required", "ssl.truststore.type": "PEM",
+      "ssl.truststore.location": "/no/ca.pem"}, "ssl.truststore.location"),
+])
+def test_tls_settings_not_served_are_refused(certs, extra, key):
+    with pytest.raises(ConfigError) as e:
+        load(**ssl_listener(certs, **extra))
+    assert f"for configuration {key}:" in str(e.value) and "\n" not in str(e.value)
+
+
+PLAIN = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a-secret" user_bob="b";'
+
+
+def test_sasl_listener_mechanisms_and_jaas_users():
+    c = load(**{"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN})
+    assert c.listeners[0].sasl_mechanisms == ["PLAIN"]
+    assert c.listeners[0].plain_users == {"alice": "a-secret", "bob": "b"}
+
+
+@pytest.mark.parametrize("kv,key", [
+    ({}, "sasl.enabled.mechanisms"),  # Kafka's default, GSSAPI, is not served
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER"}, "sasl.enabled.mechanisms"),
+    ({"sasl.enabled.mechanisms": "PLAIN"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": "nonsense"},
+     "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+      "org.apache.kafka.common.security.scram.ScramLoginModule required;"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN,
+      "sasl.server.callback.handler.class": "x.Y"}, "sasl.server.callback.handler.class"),
+])
+def test_sasl_settings_not_served_are_refused(kv, key):
+    with pytest.raises(ConfigError) as e:
+        load(**{"listeners": "SASL_PLAINTEXT://127.0.0.1:0", **kv})
+    assert f"for configuration {key}:" in str(e.value) and "\n" not in str(e.value)
+    assert "a-secret" not in str(e.value)

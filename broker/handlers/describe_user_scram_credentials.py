@@ -1,0 +1,28 @@
+"""DescribeUserScramCredentials (50): the SCRAM mechanisms and iterations of users (never a
+salt or key), as Kafka's ControllerApis / ScramControlManager.describeScramCredentials."""
+from minikafka.protocol.errors import ErrorCode
+
+API_KEY = 50
+VERSIONS = (0, 0)
+MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism type ids
+
+
+async def handle(conn, header, req):
+    store = conn.broker.scram_credentials
+    names = sorted(store.users) if req.users is None else [u.name for u in req.users]
+    seen, results = set(), []
+    for name in names:
+        if name in seen:
+            continue
+        if req.users is not None and sum(1 for u in req.users if u.name == name) > 1:
+            code, message = ErrorCode.DUPLICATE_RESOURCE, f"Cannot describe SCRAM credentials for the same user twice in a single request: {name}"
+        elif name not in store.users:
+            code, message = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"
+        else:
+            code, message = None, None
+        seen.add(name)
+        infos = [] if code else [{"mechanism": MECHANISM_TYPES[m], "iterations": c[3]}
+                                 for m, c in sorted(store.users[name].items())]
+        results.append({"user": name, "error_code": int(code or 0), "error_message": message,
+                        "credential_infos": infos})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
