@@ -13,7 +13,7 @@ import trio
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import LogConfig
 from minikafka.storage.log_manager import LogManager
-from minikafka.storage.security_store import ScramCredentialStore
+from minikafka.storage.security_store import AclStore, ScramCredentialStore
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
@@ -21,6 +21,7 @@ from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffset
 from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
 from .fetch_session import FetchManager
+from .security.authorizer import AclBinding, Authorizer, parse_super_users
 
 log = logging.getLogger("minikafka.broker")
 
@@ -91,6 +92,7 @@ class Broker:
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
+        self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event = trio.Event()
@@ -112,6 +114,11 @@ class Broker:
             trace.mark("logs")
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         self.scram_credentials = ScramCredentialStore(self.config.log_dir)
+        if self.config["authorizer.class.name"]:
+            self.acl_store = AclStore(self.config.log_dir)
+            self.authorizer = Authorizer((AclBinding(*row) for row in self.acl_store.rows),
+                                         parse_super_users(self.config["super.users"]),
+                                         self.config["allow.everyone.if.no.acl.found"])
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
             BrokerTxnIO(self),
@@ -260,6 +267,19 @@ class Broker:
 
     def close(self) -> None:
         self.logs.close()
+
+    # ---------------------------------------------------------------- ACLs
+    def add_acls(self, bindings) -> None:
+        """Add ACL bindings (duplicates are kept once), durably before they apply."""
+        rows = list(self.authorizer.bindings)
+        rows += [b for b in dict.fromkeys(bindings) if b not in set(rows)]
+        self.acl_store.save([b.to_json() for b in rows])
+        self.authorizer.bindings = rows
+
+    def remove_acls(self, bindings) -> None:
+        rows = [b for b in self.authorizer.bindings if b not in bindings]
+        self.acl_store.save([b.to_json() for b in rows])
+        self.authorizer.bindings = rows
 
     # ---------------------------------------------------------- data events
     @property

@@ -82,6 +82,25 @@ class Connection:
         # Kafka's KafkaPrincipal of the session: User:ANONYMOUS on PLAINTEXT and on SSL without a
         # client certificate, the certificate's subject DN on SSL, the SASL user on SASL_*
         self.principal = ANONYMOUS
+        self.host = peer.rpartition(":")[0] or peer  # the client address ACLs name
+
+    def authorize(self, operation: int, resource_type: int, name: str) -> bool:
+        """May this session's principal, from its host, do ``operation`` on the resource?
+        Always, without an authorizer (authorizer.class.name unset)."""
+        az = self.broker.authorizer
+        return az is None or az.authorize(self.principal, self.host, operation, resource_type, name)
+
+    def authorize_any(self, operation: int, resource_type: int) -> bool:
+        az = self.broker.authorizer
+        return az is None or az.authorize_any(self.principal, self.host, operation, resource_type)
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        """KIP-430's bit field of what the principal may do with the resource."""
+        az = self.broker.authorizer
+        if az is None:
+            from .security.authorizer import SUPPORTED_OPS
+            return sum(1 << op for op in SUPPORTED_OPS.get(resource_type, ()))
+        return az.authorized_operations(self.principal, self.host, resource_type, name)
 
 
 async def handle_connection(broker: Broker, stream: trio.SocketStream, listener) -> None:

@@ -46,3 +46,23 @@ class ScramCredentialStore:
             user: {m: {"salt": b64(s), "stored_key": b64(st), "server_key": b64(sk), "iterations": i}
                    for m, (s, st, sk, i) in mechs.items()}
             for user, mechs in sorted(self.users.items())}, indent=1))
+
+
+ACL_FILE = "acls.json"
+
+
+class AclStore:
+    """ACL bindings as lists of plain values (resource type, name, pattern type, principal,
+    host, operation, permission: Kafka's codes), rewritten atomically on every change."""
+
+    def __init__(self, log_dir: str):
+        self.path = os.path.join(log_dir, ACL_FILE)
+        try:
+            with open(self.path, "rb") as f:
+                self.rows: list[list] = [list(r) for r in json.loads(f.read())]
+        except FileNotFoundError:
+            self.rows = []
+
+    def save(self, rows: list[list]) -> None:
+        atomic_write(self.path, json.dumps(rows, indent=0))
+        self.rows = [list(r) for r in rows]

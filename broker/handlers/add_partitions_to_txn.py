@@ -2,6 +2,7 @@
 verify-only (the question a partition leader asks before a transactional append)."""
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction.coordinator import TxnError
+from ..security import authorizer as acl
 from .common import fenced_error
 
 API_KEY = 24
@@ -15,12 +16,18 @@ def _result_topics(parts: dict):
     return [{"name": t, "results_by_partition": r} for t, r in topics.items()]
 
 
-def _one(broker, tid, pid, epoch, topics, verify_only, version):
+def _one(conn, tid, pid, epoch, topics, verify_only, version):
+    broker = conn.broker
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    unknown = {tp for tp in wanted if broker.get_log(*tp) is None}
-    if unknown:
+    if version <= 3 and not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, tid):
+        return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
+    refused = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in wanted
+               if version <= 3 and not conn.authorize(acl.WRITE, acl.TOPIC, tp[0])}
+    refused.update({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted
+                    if tp not in refused and broker.get_log(*tp) is None})
+    if refused:
         # Kafka validates first and fails the others with OPERATION_NOT_ATTEMPTED
-        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted}
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     if verify_only:
         return broker.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
     try:
@@ -35,11 +42,15 @@ async def handle(conn, header, req):
     broker = conn.broker
     v = header.api_version
     if v <= 3:
-        res = _one(broker, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+        res = _one(conn, req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
                    req.v3_and_below_producer_epoch, req.v3_and_below_topics, False, v)
         return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _result_topics(res)}
+    if not conn.authorize(acl.CLUSTER_ACTION, acl.CLUSTER, acl.CLUSTER_NAME):
+        # v4+ is the brokers' batched form: cluster action only (Kafka's KafkaApis)
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                "results_by_transaction": []}
     out = []
     for txn in req.transactions:
-        res = _one(broker, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only, v)
+        res = _one(conn, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics, txn.verify_only, v)
         out.append({"transactional_id": txn.transactional_id, "topic_results": _result_topics(res)})
     return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": out}

@@ -3,6 +3,7 @@ sends a salt and the salted password; the broker keeps only RFC 5802's StoredKey
 durably (storage.security_store) before answering. Validation and messages as Kafka's
 ScramControlManager."""
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 from ..security.sasl import SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 from .describe_user_scram_credentials import MECHANISM_TYPES
 
@@ -13,6 +14,10 @@ MECHANISMS = {v: k for k, v in MECHANISM_TYPES.items()}
 
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
+    if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):
+        names = dict.fromkeys(x.name for x in list(req.deletions) + list(req.upsertions))
+        return {"throttle_time_ms": 0, "results": [
+            {"user": n, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "error_message": None} for n in names]}
     users: dict[str, tuple[int, str | None]] = {}  # user -> (error, message), in request order
     counts: dict[tuple[str, int], int] = {}  # a (user, mechanism) altered twice is refused
     for item in list(req.deletions) + list(req.upsertions):

@@ -46,3 +46,12 @@ def check_leader_epoch(lg, current_leader_epoch: int | None) -> None:
         raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH)
     if lg.leader_epoch < current_leader_epoch:
         raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
+
+
+# Kafka's Errors default messages, sent where Kafka sends error.message()
+AUTH_MESSAGES = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+}

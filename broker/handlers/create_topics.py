@@ -1,6 +1,7 @@
 """CreateTopics (19)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs, validate_topic_configs
+from ..security import authorizer as acl
 from .common import topic_name_error
 
 API_KEY = 19
@@ -10,6 +11,7 @@ VERSIONS = (2, 7)
 async def handle(conn, header, req):
     broker = conn.broker
     results = []
+    cluster_create = conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
     seen = {}
     for t in req.topics:
         seen[t.name] = seen.get(t.name, 0) + 1
@@ -19,6 +21,8 @@ async def handle(conn, header, req):
         try:
             if seen[t.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains multiple entries for topic {t.name}")
+            if not cluster_create and not conn.authorize(acl.CREATE, acl.TOPIC, t.name):
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             err = topic_name_error(t.name)
             if err is not None:
                 raise KafkaError(err, f"Topic name {t.name!r} is illegal")

@@ -1,6 +1,7 @@
 """DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
+from ..security import authorizer as acl
 
 API_KEY = 20
 VERSIONS = (1, 6)
@@ -21,6 +22,8 @@ async def handle(conn, header, req):
                 if info is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 name = res["name"] = info.name
+            if not conn.authorize(acl.DELETE, acl.TOPIC, name):  # Kafka: before whether it exists
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             info = broker.logs.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

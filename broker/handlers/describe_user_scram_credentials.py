@@ -1,6 +1,7 @@
 """DescribeUserScramCredentials (50): the SCRAM mechanisms and iterations of users (never a
 salt or key), as Kafka's ControllerApis / ScramControlManager.describeScramCredentials."""
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 
 API_KEY = 50
 VERSIONS = (0, 0)
@@ -9,6 +10,9 @@ MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMecha
 
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
+    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                "error_message": None, "results": []}
     names = sorted(store.users) if req.users is None else [u.name for u in req.users]
     seen, results = set(), []
     for name in names:

@@ -1,6 +1,8 @@
 """EndTxn (26): the client's commit or abort; answered once the decision (Prepare*) is
 durable, the coordinator writes the markers afterwards."""
 from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 from .common import fenced_error
 
 API_KEY = 26
@@ -10,6 +12,9 @@ UNSTABLE_VERSIONS = (0, 5)
 
 async def handle(conn, header, req):
     broker = conn.broker
+    if not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                "producer_id": -1, "producer_epoch": -1}
     try:
         await broker.txn_coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
         code = 0

@@ -23,6 +23,8 @@ unknown topic or partition next to readable ones does not cut the wait short.
 """
 import trio
 
+from ..security.authorizer import READ, TOPIC
+
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..broker import now_ms
 from ..fetch_session import ZERO_UUID, PartitionData, ShardLookupError, partition_key
@@ -84,7 +86,7 @@ def _to_forget(broker, req, by_id: bool) -> list:
             for t in req.forgotten_topics_data for p in t.partitions]
 
 
-def _read_all(broker, parts: list, req, version: int):
+def _read_all(broker, parts: list, req, version: int, readable=None):
     """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
     read, answer now (a read failed or diverged, or nothing was readable), fenced)."""
     committed = req.isolation_level == 1
@@ -98,6 +100,9 @@ def _read_all(broker, parts: list, req, version: int):
         # null, aborted transactions list; they follow the partitions read in the answer
         if pd.topic is None:
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_ID, [])))
+            continue
+        if readable is not None and not readable(pd.topic):  # no READ on the topic (ACLs)
+            erroneous.append((key, pd, _error(pd.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, [])))
             continue
         lg = get_log(pd.topic, pd.partition)
         if lg is None:
@@ -187,9 +192,13 @@ async def handle(conn, header, req):
         return _unknown_server_error(req, by_id)
     parts = ctx.partitions(lambda topic_id: _topic_name(broker, topic_id))
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
+    readable = None
+    if broker.authorizer is not None:
+        allowed = {t: conn.authorize(READ, TOPIC, t) for t in {pd.topic for _, pd in parts if pd.topic}}
+        readable = allowed.__getitem__
     while True:
         event = broker.data_event
-        answered, total, now, fenced = _read_all(broker, parts, req, version)
+        answered, total, now, fenced = _read_all(broker, parts, req, version, readable)
         if now or total >= req.min_bytes or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):

@@ -3,6 +3,8 @@
 Like Kafka, the internal topic behind the coordinator is created on first use.
 """
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
+from .common import AUTH_MESSAGES
 
 API_KEY = 10
 VERSIONS = (0, 6)
@@ -19,6 +21,15 @@ def _one(broker, conn, key, key_type):
     if key_type == TRANSACTION and not key:
         return dict(out, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="Transactional id must not be empty")
+    # Kafka: DESCRIBE on the group or transactional id, before anything else is looked at
+    if key_type == GROUP and not conn.authorize(acl.DESCRIBE, acl.GROUP, key):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif key_type == TRANSACTION and not conn.authorize(acl.DESCRIBE, acl.TRANSACTIONAL_ID, key):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        code = None
+    if code is not None:
+        return dict(out, node_id=-1, host="", port=-1, error_code=int(code), error_message=AUTH_MESSAGES[code])
     broker.ensure_coordinator_topic(key_type)
     return out
 

@@ -1,6 +1,7 @@
 """InitProducerId (22): idempotent producers get a fresh id; transactional ids go to the coordinator."""
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction.coordinator import TxnError
+from ..security import authorizer as acl
 from .common import fenced_error
 
 API_KEY = 22
@@ -16,6 +17,13 @@ async def handle(conn, header, req):
     # v3+ (KIP-360): a producer recovering its own id names it and its epoch; both or neither
     if (req.producer_id == -1) != (req.producer_epoch == -1):
         return _error(ErrorCode.INVALID_REQUEST, header.api_version)
+    # Kafka: WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on
+    # the cluster or WRITE on some topic (KIP-679)
+    if req.transactional_id is not None and not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
+        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, header.api_version)
+    if req.transactional_id is None and not (conn.authorize(acl.IDEMPOTENT_WRITE, acl.CLUSTER, acl.CLUSTER_NAME)
+                                             or conn.authorize_any(acl.WRITE, acl.TOPIC)):
+        return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, header.api_version)
     if req.transactional_id is None:
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0}
     try:

@@ -5,6 +5,7 @@ latest: the partition's current epoch; earliest: the first cached epoch if it co
 start offset; a record found by timestamp: the epoch stamped on its batch.
 """
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from ..security import authorizer as acl
 from .common import check_leader_epoch
 
 API_KEY = 2
@@ -19,9 +20,12 @@ async def handle(conn, header, req):
     topics = []
     for t in req.topics:
         parts = []
+        describable = conn.authorize(acl.DESCRIBE, acl.TOPIC, t.name)  # Kafka: DESCRIBE on the topic
         for p in t.partitions:
             r = {"partition_index": p.partition_index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
             try:
+                if not describable:
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 lg = broker.require_log(t.name, p.partition_index)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 fetchable = lg.last_stable_offset if committed else lg.high_watermark

@@ -2,29 +2,45 @@
 auto-creates topics per config."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
+from ..security import authorizer as acl
 from .common import NO_AUTH_OPS, topic_name_error
 
 API_KEY = 3
 VERSIONS = (0, 12)
 
 
-def topic_entry(broker, info, version_has_ids=True):
+def topic_entry(broker, info, ops=NO_AUTH_OPS):
     parts = [{
         "error_code": 0, "partition_index": p, "leader_id": broker.node_id,
         "leader_epoch": broker.logs.leader_epoch(info.name, p),
         "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id], "offline_replicas": [],
     } for p in range(info.num_partitions)]
     return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": broker.is_internal(info.name),
-            "partitions": parts, "topic_authorized_operations": NO_AUTH_OPS}
+            "partitions": parts, "topic_authorized_operations": ops}
+
+
+def _refused(name, code) -> dict:
+    return {"error_code": code, "name": name, "topic_id": ZERO_UUID, "is_internal": False, "partitions": [],
+            "topic_authorized_operations": NO_AUTH_OPS}
 
 
 async def handle(conn, header, req):
     broker = conn.broker
     version = header.api_version
     topics = broker.logs.topics()
+    want_ops = version >= 8 and req.include_topic_authorized_operations
+
+    def entry(info):
+        ops = conn.authorized_operations(acl.TOPIC, info.name) if want_ops else NO_AUTH_OPS
+        return topic_entry(broker, info, ops)
+
+    def describable(name):
+        return conn.authorize(acl.DESCRIBE, acl.TOPIC, name)
+
     out = []
     if req.topics is None or (version == 0 and not req.topics):
-        out = [topic_entry(broker, info) for info in topics.values()]
+        # every topic: those the principal may not describe are left out (Kafka's KafkaApis)
+        out = [entry(info) for info in topics.values() if describable(info.name)]
     else:
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
         for t in req.topics:
@@ -34,24 +50,33 @@ async def handle(conn, header, req):
                 if info is None:
                     out.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id,
                                 "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
+                elif not describable(info.name):
+                    out.append(dict(_refused(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), topic_id=t.topic_id))
                 else:
-                    out.append(topic_entry(broker, info))
+                    out.append(entry(info))
+                continue
+            if not describable(name):
+                out.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = topics.get(name)
             if info is None:
                 err = topic_name_error(name)
                 if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.is_internal(name):
-                    try:
-                        info = broker.create_topic(name)
-                    except KafkaError as e:
-                        err = e.code
+                    if not (conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
+                            or conn.authorize(acl.CREATE, acl.TOPIC, name)):
+                        err = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # may describe, may not create
+                    else:
+                        try:
+                            info = broker.create_topic(name)
+                        except KafkaError as e:
+                            err = e.code
                 elif err is None:
                     err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 if info is None:
                     out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": [],
                                 "topic_authorized_operations": NO_AUTH_OPS})
                     continue
-            out.append(topic_entry(broker, info))
+            out.append(entry(info))
     host, port = broker.advertised_address(conn.listener_name)
     return {
         "throttle_time_ms": 0,
@@ -59,5 +84,7 @@ async def handle(conn, header, req):
         "cluster_id": broker.logs.cluster_id,
         "controller_id": broker.node_id,
         "topics": out,
-        "cluster_authorized_operations": NO_AUTH_OPS,
+        "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)
+                                          if 8 <= version <= 10 and req.include_cluster_authorized_operations
+                                          else NO_AUTH_OPS),
     }

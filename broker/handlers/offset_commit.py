@@ -7,6 +7,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
 from .common import resolve_topic
+from ..security import authorizer as acl
 from .group_common import coordinator, now_ms, partition_exists
 
 API_KEY = 8
@@ -22,8 +23,14 @@ async def handle(conn, header, req):
     offsets = {}
     errors = {}
     layout = []  # [(name, topic_id, [tp...])] in request order
+    # Kafka: READ on the group (else every partition fails), then READ on each topic
+    group_ok = conn.authorize(acl.READ, acl.GROUP, req.group_id)
     for t in req.topics or []:
         name, err = resolve_topic(broker, t.name, t.topic_id, v >= 10)
+        if not group_ok:
+            err = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif err is None and not conn.authorize(acl.READ, acl.TOPIC, name):
+            err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         tps = []
         for p in t.partitions or []:
             tp = (name if name is not None else "", p.partition_index)

@@ -7,6 +7,7 @@ UNSTABLE_OFFSET_COMMIT for partitions with a pending transactional commit
 from minikafka.protocol.errors import ErrorCode
 
 from .common import resolve_topic
+from ..security import authorizer as acl
 from .group_common import coordinator, topic_id_of
 
 API_KEY = 9
@@ -24,17 +25,24 @@ def _fetch_group(conn, group_id, topics, require_stable, by_id):
         wanted = []
         for t in topics:
             name, err = resolve_topic(broker, getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
+            if err is None and not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
+                err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             parts = []
             for p in t.partition_indexes or []:
                 parts.append((p, err))
                 if err is None:
                     wanted.append((name, p))
             layout.append((name, getattr(t, "topic_id", None), parts))
-    group_err, rows = coord.fetch_offsets(group_id, wanted, require_stable)
+    if conn.authorize(acl.DESCRIBE, acl.GROUP, group_id):  # Kafka: DESCRIBE on the group
+        group_err, rows = coord.fetch_offsets(group_id, wanted, require_stable)
+    else:
+        group_err, rows = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     found = {tp: (val, err) for tp, val, err in rows}
     if topics is None:
         by_topic = {}
         for (name, p), (val, err) in found.items():
+            if not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
+                continue  # all topics asked for: those it may not describe are left out
             by_topic.setdefault(name, []).append((p, None))
         layout = [(name, topic_id_of(broker, name) if by_id else None, sorted(parts))
                   for name, parts in sorted(by_topic.items())]

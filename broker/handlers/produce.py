@@ -3,6 +3,7 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.validator import RecordValidationError
 from ..broker import TransactionVerificationError
+from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from .common import CloseConnection, resolve_topic
 
 API_KEY = 0
@@ -59,9 +60,10 @@ async def handle(conn, header, req):
     by_id = header.api_version >= 13
     failed = False
     responses = []
-    # transactional records need a transactional id (Kafka checks it is authorized, with no
-    # ACLs a missing one is all that can fail): the whole request is refused
-    refused = req.transactional_id is None and _has_transactional_records(req)
+    # transactional records need a transactional id the principal may WRITE (Kafka's
+    # handleProduceRequest): else the whole request is refused
+    refused = _has_transactional_records(req) and (
+        req.transactional_id is None or not conn.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id))
     # transactional batches of more than one producer (id and epoch) in one request: Kafka's
     # handleProduceAppend throws InvalidPidMappingException before appending anything, and
     # every partition of the request gets it (ProduceRequest.getErrorResponse)
@@ -82,6 +84,8 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
                 if topic_err is not None:
                     raise KafkaError(topic_err)
+                if not conn.authorize(WRITE, TOPIC, name):
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                 if broker.is_internal(name):

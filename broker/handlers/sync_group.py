@@ -1,6 +1,8 @@
 """SyncGroup (14): the leader hands in the assignment; everyone gets theirs.
 
 The response waits until the leader's SyncGroup arrives (CompletingRebalance)."""
+from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 from .group_common import coordinator, now_ms, wait_for
 
 API_KEY = 14
@@ -9,6 +11,9 @@ VERSIONS = (0, 5)
 
 async def handle(conn, header, req):
     v = header.api_version
+    if not conn.authorize(acl.READ, acl.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "protocol_type": None,
+                "protocol_name": None, "assignment": b""}
     assignments = {a.member_id: a.assignment or b"" for a in req.assignments or []}
     waiter = coordinator(conn).sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,

@@ -8,6 +8,7 @@ instance id and generation, which are checked as Kafka does (KIP-447)."""
 from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
+from ..security import authorizer as acl
 from .group_common import coordinator, now_ms, partition_exists
 
 API_KEY = 28
@@ -34,12 +35,24 @@ async def handle(conn, header, req):
     layout = []
     errors = {}
     offsets = {}
+    # Kafka: WRITE on the transactional id, then READ on the group, then READ on each topic
+    if not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
+        everything = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not conn.authorize(acl.READ, acl.GROUP, req.group_id):
+        everything = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    else:
+        everything = None
     for t in req.topics or []:
         tps = []
+        readable = everything is None and conn.authorize(acl.READ, acl.TOPIC, t.name)
         for p in t.partitions or []:
             tp = (t.name, p.partition_index)
             tps.append(tp)
-            if not partition_exists(broker, t.name, p.partition_index):
+            if everything is not None:
+                errors[tp] = everything
+            elif not readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not partition_exists(broker, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 offsets[tp] = OffsetValue(

@@ -9,7 +9,8 @@ that producer is TRANSACTION_COORDINATOR_FENCED. Anything else is written, wheth
 not the producer has a transaction open there; a higher producer epoch becomes the
 partition's epoch for that producer.
 """
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
+from ..security import authorizer as acl
 
 API_KEY = 27
 VERSIONS = (0, 1)
@@ -17,12 +18,17 @@ VERSIONS = (0, 1)
 
 async def handle(conn, header, req):
     broker = conn.broker
+    # Kafka: CLUSTER_ACTION on the cluster, else every partition of the request fails
+    allowed = conn.authorize(acl.CLUSTER_ACTION, acl.CLUSTER, acl.CLUSTER_NAME)
     markers = []
     for m in req.markers:
         topics = []
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
+                if not allowed:
+                    parts.append({"partition_index": p, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)})
+                    continue
                 try:
                     code = broker.write_marker(t.name, p, m.producer_id, m.producer_epoch,
                                                m.transaction_result, m.coordinator_epoch)

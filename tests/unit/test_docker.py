@@ -166,9 +166,9 @@ def test_healthcheck_dead_port():
     assert "unhealthy" in res.stderr
 
 
-def own_healthcheck(listeners: str, data_dir) -> subprocess.CompletedProcess:
+def own_healthcheck(listeners: str, data_dir, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "minikafka", "healthcheck", "--override",
-                           f"listeners={listeners}", "--override", f"log.dirs={data_dir}",
+                           f"listeners={listeners}", "--override", f"log.dirs={data_dir}", *extra,
                            "--timeout", "3"], cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=30)
 
@@ -192,7 +192,8 @@ def test_healthcheck_by_configuration_is_about_this_broker(broker, broker_factor
     assert res.returncode == 1, res.stdout + res.stderr
     assert f"127.0.0.1:{broker.port} is served by another broker" in res.stderr
     # two listeners: both must answer
-    res = own_healthcheck(f"{mine},OTHER://127.0.0.1:{free_port()}", broker.data_dir)
+    res = own_healthcheck(f"{mine},OTHER://127.0.0.1:{free_port()}", broker.data_dir,
+                          "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT")
     assert res.returncode == 1 and "OTHER 127.0.0.1:" in res.stderr, res.stderr
 
 

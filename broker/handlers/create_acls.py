@@ -1,0 +1,28 @@
+"""CreateAcls (30): ACL bindings, validated as Kafka's AclControlManager, stored durably."""
+from minikafka.protocol.errors import ErrorCode
+from ..security.authorizer import ALTER, LITERAL, AclBinding, validate_binding
+from .acls_common import refusal
+
+API_KEY = 30
+VERSIONS = (0, 3)
+
+
+async def handle(conn, header, req):
+    refused = refusal(conn, ALTER)
+    if refused:
+        return {"throttle_time_ms": 0, "results": [{"error_code": refused[0], "error_message": refused[1]}
+                                                   for _ in req.creations]}
+    results, new = [], []
+    for c in req.creations:
+        b = AclBinding(c.resource_type, c.resource_name,
+                       c.resource_pattern_type if header.api_version >= 1 else LITERAL,
+                       c.principal, c.host, c.operation, c.permission_type)
+        why = validate_binding(b)
+        if why:
+            results.append({"error_code": int(ErrorCode.INVALID_REQUEST), "error_message": why})
+        else:
+            new.append(b)
+            results.append({"error_code": 0, "error_message": None})
+    if new:
+        conn.broker.add_acls(new)
+    return {"throttle_time_ms": 0, "results": results}
