@@ -8,4 +8,4 @@ VERSIONS = (0, 2)
 
 async def handle(conn, header, req):
     return ac.alter_resources(conn.broker, req, incremental=False,
-                              topic_overrides_for=lambda res: {c.name: c.value for c in res.configs})
+                              topic_overrides_for=lambda res: {c.name: c.value for c in res.configs}, conn=conn)

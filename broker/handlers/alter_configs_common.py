@@ -151,7 +151,19 @@ def response_entry(res, err: KafkaError | None = None) -> dict:
             "resource_type": res.resource_type, "resource_name": res.resource_name}
 
 
-def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_apply=None) -> dict:
+def config_refusal(conn, operation: int, resource_type: int, name: str) -> KafkaError | None:
+    """Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for broker and
+    broker-logger resources."""
+    from ..security import authorizer as acl
+    if resource_type == TOPIC:
+        if not conn.authorize(operation, acl.TOPIC, name):
+            return KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    elif not conn.authorize(operation, acl.CLUSTER, acl.CLUSTER_NAME):
+        return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    return None
+
+
+def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_apply=None, conn=None) -> dict:
     """The per-resource loop shared by AlterConfigs and IncrementalAlterConfigs.
 
     `topic_overrides_for(res)` gives a TOPIC resource's new override set (legacy:
@@ -164,6 +176,9 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
         try:
             if i in dups:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            refused = conn is not None and config_refusal(conn, 11, res.resource_type, res.resource_name)  # ALTER_CONFIGS
+            if refused:
+                raise refused
             check_entries(res.configs, incremental=incremental)
             if res.resource_type == TOPIC:
                 alter_topic(broker, res.resource_name, topic_overrides_for(res), req.validate_only)

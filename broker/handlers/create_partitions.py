@@ -1,5 +1,6 @@
 """CreatePartitions (37)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from ..security import authorizer as acl
 
 API_KEY = 37
 VERSIONS = (0, 3)
@@ -11,6 +12,8 @@ async def handle(conn, header, req):
     for t in req.topics:
         res = {"name": t.name, "error_code": 0, "error_message": None}
         try:
+            if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             info = broker.logs.topics().get(t.name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

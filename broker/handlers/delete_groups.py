@@ -1,5 +1,8 @@
 """DeleteGroups (42): remove empty groups and their offsets (tombstones in __consumer_offsets)."""
+from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 from .group_common import coordinator, now_ms
+
 
 API_KEY = 42
 VERSIONS = (0, 2)
@@ -7,6 +10,8 @@ VERSIONS = (0, 2)
 
 async def handle(conn, header, req):
     names = list(req.groups_names or [])
-    result = coordinator(conn).delete_groups(names, now_ms())
+    denied = {g for g in names if not conn.authorize(acl.DELETE, acl.GROUP, g)}  # Kafka: DELETE on each
+    result = coordinator(conn).delete_groups([g for g in names if g not in denied], now_ms())
+    result.update({g: ErrorCode.GROUP_AUTHORIZATION_FAILED for g in denied})
     return {"throttle_time_ms": 0,
             "results": [{"group_id": g, "error_code": int(result[g])} for g in dict.fromkeys(names)]}

@@ -11,6 +11,7 @@ log start offset. One replica: the low watermark is this log's start offset at
 once, so nothing waits for ``timeout_ms``.
 """
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from ..security import authorizer as acl
 
 API_KEY = 21
 VERSIONS = (0, 2)
@@ -42,6 +43,8 @@ async def handle(conn, header, req):
         for p in t.partitions:
             r = {"partition_index": p.partition_index, "low_watermark": INVALID_LOW_WATERMARK, "error_code": 0}
             try:
+                if not conn.authorize(acl.DELETE, acl.TOPIC, t.name):  # Kafka: DELETE on the topic
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 r["low_watermark"] = _delete(broker, t.name, p.partition_index, p.offset)
             except KafkaError as e:
                 r["error_code"] = int(e.code)

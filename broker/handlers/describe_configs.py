@@ -2,7 +2,7 @@
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs
 from ..config import DEFS, LONG_MAX
-from . import loggers
+from . import alter_configs_common as ac, loggers
 
 API_KEY = 32
 VERSIONS = (1, 4)
@@ -48,6 +48,9 @@ async def handle(conn, header, req):
         r = {"error_code": 0, "error_message": None, "resource_type": res.resource_type,
              "resource_name": res.resource_name, "configs": []}
         try:
+            refused = ac.config_refusal(conn, 10, res.resource_type, res.resource_name)  # DESCRIBE_CONFIGS
+            if refused:
+                raise refused
             if res.resource_type == TOPIC:
                 if res.resource_name not in broker.logs.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -6,6 +6,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from .common import NO_AUTH_OPS
 from .group_common import GROUP_AUTHORIZED_OPS, coordinator
+from ..security import authorizer as acl
 
 API_KEY = 15
 VERSIONS = (0, 6)
@@ -21,6 +22,12 @@ async def handle(conn, header, req):
             out.append({"error_code": int(ErrorCode.INVALID_GROUP_ID), "group_id": "", "group_state": "",
                         "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": ops})
             continue
+        if not conn.authorize(acl.DESCRIBE, acl.GROUP, gid):  # Kafka: DESCRIBE on each group
+            out.append({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "group_id": gid, "group_state": "",
+                        "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": NO_AUTH_OPS})
+            continue
+        if conn.broker.authorizer is not None and ops != NO_AUTH_OPS:
+            ops = conn.authorized_operations(acl.GROUP, gid)
         summary = coord.describe_group(gid)
         if summary is None:
             entry = {"error_code": 0, "group_id": gid, "group_state": "Dead", "protocol_type": "",

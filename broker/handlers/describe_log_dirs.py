@@ -7,6 +7,7 @@ FileStore.getTotalSpace / getUsableSpace, from statvfs)."""
 import os
 
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 
 API_KEY = 35
 VERSIONS = (1, 5)
@@ -19,6 +20,8 @@ def _space(path: str) -> tuple[int, int]:
 
 async def handle(conn, header, req):
     broker = conn.broker
+    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: DESCRIBE on the cluster
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "results": []}
     lm = broker.logs
     wanted = None
     if req.topics is not None:

@@ -1,5 +1,6 @@
 """DescribeProducers (61): active producers of partitions, from storage's producer state (KIP-664)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from ..security import authorizer as acl
 
 API_KEY = 61
 VERSIONS = (0, 0)
@@ -13,6 +14,8 @@ async def handle(conn, header, req):
         for p in t.partition_indexes:
             r = {"partition_index": p, "error_code": 0, "error_message": None, "active_producers": []}
             try:
+                if not conn.authorize(acl.READ, acl.TOPIC, t.name):  # Kafka: READ on the topic
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 lg = broker.require_log(t.name, p)
                 r["active_producers"] = [
                     {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_sequence,

@@ -12,6 +12,7 @@ authorizer Kafka reports every TOPIC operation as authorized.
 """
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.schema import ZERO_UUID
+from ..security import authorizer as acl
 from .common import topic_name_error
 
 API_KEY = 75
@@ -35,8 +36,8 @@ async def handle(conn, header, req):
     fetch_all = not req.topics
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
-    if fetch_all:
-        names = {n for n in topics if n >= cursor_topic}
+    if fetch_all:  # Kafka leaves out the topics the principal may not DESCRIBE
+        names = {n for n in topics if n >= cursor_topic and conn.authorize(acl.DESCRIBE, acl.TOPIC, n)}
     else:
         names = {t.name for t in req.topics if t.name >= cursor_topic}
         if cursor is not None and cursor.topic_name not in names:
@@ -50,7 +51,12 @@ async def handle(conn, header, req):
         if remaining == 0:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
+        if not fetch_all and not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
+            out.append({"error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "name": name, "topic_id": ZERO_UUID,
+                        "is_internal": False, "partitions": [], "topic_authorized_operations": TOPIC_OPERATIONS})
+            continue
         info = topics.get(name)
+        ops = TOPIC_OPERATIONS if conn.broker.authorizer is None else conn.authorized_operations(acl.TOPIC, name)
         if info is None:
             if not fetch_all:
                 out.append({"error_code": int(topic_name_error(name) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
@@ -65,7 +71,7 @@ async def handle(conn, header, req):
                   "last_known_elr": [], "offline_replicas": []}
                  for p in range(start, upper)]
         out.append({"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": broker.is_internal(name),
-                    "partitions": parts, "topic_authorized_operations": TOPIC_OPERATIONS})
+                    "partitions": parts, "topic_authorized_operations": ops})
         if upper < info.num_partitions:
             next_cursor = {"topic_name": name, "partition_index": upper}
             break

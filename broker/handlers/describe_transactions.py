@@ -1,5 +1,6 @@
 """DescribeTransactions (65): the coordinator's view of transactional ids (KIP-664)."""
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 
 API_KEY = 65
 VERSIONS = (0, 0)
@@ -15,6 +16,11 @@ async def handle(conn, header, req):
     out = []
     for tid in req.transactional_ids:
         md = coord.txns.get(tid) if tid else None
+        if tid and not conn.authorize(acl.DESCRIBE, acl.TRANSACTIONAL_ID, tid):  # Kafka: DESCRIBE on the id
+            out.append({"error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional_id": tid,
+                        "transaction_state": "", "transaction_timeout_ms": 0, "transaction_start_time_ms": 0,
+                        "producer_id": 0, "producer_epoch": 0, "topics": []})
+            continue
         if md is None:
             # Kafka sets only the id and the error: the other fields keep their zero defaults
             out.append({"error_code": ErrorCode.INVALID_REQUEST if not tid else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,

@@ -6,6 +6,7 @@ unclean: there is a leader), UNKNOWN_TOPIC_OR_PARTITION for partitions we lack.
 needing no election are left out (each topic still listed, with no results).
 An unknown election type fails the whole request with INVALID_REQUEST."""
 from minikafka.protocol.errors import ErrorCode
+from ..security import authorizer as acl
 
 API_KEY = 43
 VERSIONS = (0, 2)
@@ -17,6 +18,11 @@ NOT_NEEDED = "Leader election not needed for topic partition."  # Errors.ELECTIO
 async def handle(conn, header, req):
     broker = conn.broker
     topics = broker.logs.topics()
+    if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: ALTER on the cluster
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "replica_election_results": [
+            {"topic": t.topic, "partition_result": [
+                {"partition_id": p, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "error_message": None}
+                for p in t.partitions]} for t in (req.topic_partitions or [])]}
     if req.election_type not in (PREFERRED, UNCLEAN):
         msg = f"Unknown election type {req.election_type}"
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_REQUEST), "replica_election_results": [

@@ -14,4 +14,4 @@ async def handle(conn, header, req):
         broker, req, incremental=True,
         topic_overrides_for=lambda res: ac.incremental_topic_overrides(ac.topic_overrides(broker, res.resource_name),
                                                                        res.configs),
-        logger_apply=loggers.apply)
+        logger_apply=loggers.apply, conn=conn)

@@ -3,6 +3,7 @@ import re
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction import TxnState
+from ..security import authorizer as acl
 
 API_KEY = 66
 VERSIONS = (0, 1)
@@ -28,6 +29,8 @@ async def handle(conn, header, req):
                                       req.duration_filter if req.duration_filter is not None else -1):
         if regex is not None and not regex.fullmatch(md.transactional_id):
             continue
+        if not conn.authorize(acl.DESCRIBE, acl.TRANSACTIONAL_ID, md.transactional_id):
+            continue  # Kafka lists only the ids the principal may DESCRIBE
         states.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
                        "transaction_state": md.state.display})
     if wanted and not wanted & KNOWN_STATES:

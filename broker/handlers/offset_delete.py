@@ -4,6 +4,7 @@ group is not subscribed to (else GROUP_SUBSCRIBED_TO_TOPIC)."""
 from minikafka.protocol.errors import ErrorCode
 
 from .group_common import coordinator, now_ms, partition_exists
+from ..security import authorizer as acl
 
 API_KEY = 47
 VERSIONS = (0, 0)
@@ -12,12 +13,17 @@ VERSIONS = (0, 0)
 async def handle(conn, header, req):
     broker = conn.broker
     layout, wanted, errors = [], [], {}
+    if not conn.authorize(acl.DELETE, acl.GROUP, req.group_id):  # Kafka: DELETE on the group, READ on topics
+        return {"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "throttle_time_ms": 0, "topics": []}
     for t in req.topics or []:
         tps = []
+        readable = conn.authorize(acl.READ, acl.TOPIC, t.name)
         for p in t.partitions or []:
             tp = (t.name, p.partition_index)
             tps.append(tp)
-            if not partition_exists(broker, t.name, p.partition_index):
+            if not readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not partition_exists(broker, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted.append(tp)

@@ -4,8 +4,9 @@ Answered from the partition's leader epoch cache (storage.leader_epoch): the lar
 epoch <= the one asked for and where it ends (the log end offset for the current
 epoch), as Kafka's Partition.lastOffsetForLeaderEpoch.
 """
-from minikafka.protocol.errors import KafkaError
+from minikafka.protocol.errors import ErrorCode, KafkaError
 from .common import check_leader_epoch
+from ..security import authorizer as acl
 
 API_KEY = 23
 VERSIONS = (2, 4)
@@ -19,6 +20,8 @@ async def handle(conn, header, req):
         for p in t.partitions:
             r = {"error_code": 0, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
             try:
+                if not conn.authorize(acl.DESCRIBE, acl.TOPIC, t.topic):  # Kafka: DESCRIBE on the topic
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 lg = broker.require_log(t.topic, p.partition)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 epoch, end = lg.end_offset_for_epoch(p.leader_epoch)
