@@ -20,6 +20,7 @@ SUBCOMMANDS = {
     "transactions": "minikafka.broker.tools.transactions",
     "dump-log": "minikafka.broker.tools.dump_log",
     "configs": "minikafka.broker.tools.configs",
+    "acls": "minikafka.broker.tools.acls",
 }
 
 

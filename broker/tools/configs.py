@@ -8,7 +8,8 @@
 
 As Kafka's tool, the salt and the salted password are made here (PBKDF2, 4096 iterations unless
 given) and only they are sent (AlterUserScramCredentials); the broker keeps StoredKey and
-ServerKey. The tool connects in plain Kafka protocol: point it at a PLAINTEXT listener.
+ServerKey. ``--command-config`` holds the client properties of a secured listener
+(security.protocol, ssl.truststore.location, sasl.mechanism, sasl.jaas.config).
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ import sys
 
 from minikafka.protocol.errors import MESSAGES, ErrorCode
 
+from ..config import ConfigError
 from ..security.sasl import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
-from .wire import WireClient
+from .wire import connect, read_command_config
 
 API_DESCRIBE_SCRAM, API_ALTER_SCRAM = 50, 51
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -91,6 +93,7 @@ def describe(client: WireClient, user: str | None) -> list[str]:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="minikafka configs", description="SCRAM credentials of users (kafka-configs.sh)")
     p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--command-config", help="client properties of a secured listener")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--alter", action="store_true")
     action.add_argument("--describe", action="store_true")
@@ -100,7 +103,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--delete-config")
     args = p.parse_args(argv)
     try:
-        with WireClient.to(args.bootstrap_server) as client:
+        with connect(args.bootstrap_server, read_command_config(args.command_config)) as client:
             if args.alter:
                 if not args.entity_name:
                     raise CommandError("--entity-name must be specified with --alter of users")
@@ -111,6 +114,9 @@ def main(argv: list[str]) -> int:
                 for line in describe(client, args.entity_name):
                     print(line)
     except CommandError as e:
+        print(e, file=sys.stderr)
+        return 1
+    except ConfigError as e:
         print(e, file=sys.stderr)
         return 1
     except (OSError, ConnectionError) as e:

@@ -213,3 +213,36 @@ def test_acls_without_authorizer_are_security_disabled(broker):
     with RawClient.to(broker.bootstrap) as c:
         r = c.request(30, 3, {"creations": [acl(TOPIC, "t", "User:x", READ)]})
         assert r.results[0].error_code == 54  # SECURITY_DISABLED
+
+
+def test_acls_cli_with_command_config(authz, unique_topic, tmp_path):
+    import subprocess
+    import sys
+    topic, group = unique_topic(), unique_topic("g")
+    cfg = tmp_path / "admin.properties"
+    cfg.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                   'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";\n')
+    bootstrap = f"127.0.0.1:{authz.ports['SASL_PLAINTEXT']}"
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "minikafka", "acls", "--bootstrap-server", bootstrap,
+                               "--command-config", str(cfg), *args], capture_output=True, text=True, timeout=30)
+
+    r = cli("--add", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", group)
+    assert r.returncode == 0, r.stderr
+    listed = cli("--list", "--topic", topic).stdout
+    assert f"ResourcePattern(resourceType=TOPIC, name={topic}, patternType=LITERAL)" in listed
+    assert "(principal=User:bob, host=*, operation=READ, permissionType=ALLOW)" in listed
+    bob = login(authz, "bob")
+    f = bob.request(9, 7, {"group_id": group, "topics": None, "require_stable": True})
+    assert f.error_code == 0
+    r = cli("--remove", "--allow-principal", "User:bob", "--consumer", "--topic", topic, "--group", group)
+    assert r.returncode == 0 and "Removed 3 ACL(s)." in r.stdout, r.stdout + r.stderr
+    assert bob.request(9, 7, {"group_id": group, "topics": None, "require_stable": True}).error_code == GROUP_AUTHZ
+    # without credentials: refused in one line
+    bad = tmp_path / "bad.properties"
+    bad.write_text(cfg.read_text().replace("admin-secret", "nope"))
+    r = subprocess.run([sys.executable, "-m", "minikafka", "acls", "--bootstrap-server", bootstrap, "--command-config",
+                        str(bad), "--list"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0
+    assert "Authentication failed: Invalid username or password" in r.stderr
