@@ -10,7 +10,7 @@ import pytest
 
 from harness import BrokerProcess, free_port, wait_until
 from rawclient import RawClient, make_batch
-from security_kit import make_certs, plain_jaas
+from security_kit import SCRAM_JAAS, make_certs, plain_jaas
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 # Kafka's codes
@@ -30,13 +30,15 @@ class SockClient(RawClient):
 def authz(tmp_path_factory):
     d = tmp_path_factory.mktemp("authz")
     certs = make_certs(d / "certs")
-    ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port(), "SSL": free_port()}
+    ports = {"PLAINTEXT": free_port(), "SASL_PLAINTEXT": free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
     overrides = {
         "listeners": ",".join(f"{k}://127.0.0.1:{v}" for k, v in ports.items()),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
         "sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(USERS),
+        "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server),
         "ssl.client.auth": "requested", "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca),
         "group.initial.rebalance.delay.ms": "0",
@@ -246,3 +248,74 @@ def test_acls_cli_with_command_config(authz, unique_topic, tmp_path):
                         str(bad), "--list"], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and r.stderr.strip().count("\n") == 0
     assert "Authentication failed: Invalid username or password" in r.stderr
+
+
+def test_eos_pipeline_over_sasl_ssl_with_exactly_the_acls_it_needs(authz, unique_topic):
+    """consume-transform-produce, exactly once, as a SCRAM-SHA-256 user over SASL_SSL whose ACLs
+    are READ on the input and the group, WRITE on the output and the transactional id."""
+    import secrets as _secrets
+
+    import confluent_kafka as ck
+    from minikafka.broker.security.sasl import salted_password
+    src, dst, group, tid = unique_topic("in"), unique_topic("out"), unique_topic("grp"), unique_topic("tid")
+    admin = login(authz, "admin")
+    create_topic(admin, src)
+    create_topic(admin, dst)
+    salt = _secrets.token_bytes(16)
+    r = admin.request(51, 0, {"deletions": [], "upsertions": [{"name": "pipeline", "mechanism": 1, "iterations": 4096,
+                                                                 "salt": salt, "salted_password": salted_password(
+                                                                     "SCRAM-SHA-256", "pipe-secret", salt, 4096)}]})
+    assert r.results[0].error_code == 0
+    me = "User:pipeline"
+    create_acls(admin, acl(TOPIC, src, me, READ), acl(GROUP, group, me, READ), acl(TOPIC, dst, me, WRITE),
+                acl(TXN, tid, me, WRITE))
+    for i in range(10):
+        assert produce(admin, src, version=9) == 0
+    base = {"bootstrap.servers": f"127.0.0.1:{authz.ports['SASL_SSL']}", "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(authz.certs.ca), "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "pipeline", "sasl.password": "pipe-secret"}
+    consumer = ck.Consumer({**base, "group.id": group, "isolation.level": "read_committed",
+                            "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    producer = ck.Producer({**base, "transactional.id": tid})
+    producer.init_transactions(30)
+    consumer.subscribe([src])
+    seen = 0
+    import time as _time
+    deadline = _time.monotonic() + 60
+    while seen < 10 and _time.monotonic() < deadline:
+        msgs = consumer.consume(10, 1.0)
+        msgs = [m for m in msgs if not m.error()]
+        if not msgs:
+            continue
+        producer.begin_transaction()
+        for m in msgs:
+            producer.produce(dst, m.value().upper())
+        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                             consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        seen += len(msgs)
+    consumer.close()
+    assert seen == 10
+    producer.flush(10)
+    # the output holds the 10 records once, committed (read as the super user), the group's offset is 10
+    reader = ck.Consumer({"bootstrap.servers": f"127.0.0.1:{authz.ports['SASL_PLAINTEXT']}",
+                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+                          "sasl.password": USERS["admin"], "group.id": group + "-check", "isolation.level": "read_committed",
+                          "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    reader.subscribe([dst])
+    out, eof = [], False
+    deadline = _time.monotonic() + 30
+    while not eof and _time.monotonic() < deadline:
+        m = reader.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            eof = m.error().code() == ck.KafkaError._PARTITION_EOF
+            continue
+        out.append(m.value())
+    reader.close()
+    assert out == [b"V"] * 10
+    # and another principal may not write to the pipeline's output
+    assert produce(login(authz, "alice"), dst) == TOPIC_AUTHZ
+    f = admin.request(9, 7, {"group_id": group, "topics": [{"name": src, "partition_indexes": [0]}], "require_stable": True})
+    assert f.topics[0].partitions[0].committed_offset == 10
