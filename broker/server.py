@@ -26,7 +26,7 @@ from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
-from .security.sasl import AuthenticationFailed, new_server as new_sasl_server
+from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
 from .security.tls import ANONYMOUS, principal_from_cert
 
 log = logging.getLogger("minikafka.server")
@@ -191,7 +191,7 @@ async def sasl_authenticate(conn: Connection, listener) -> bool:
         if server is not None and handshake_version == 0:
             try:  # an unframed token
                 challenge = server.evaluate(frame)
-            except AuthenticationFailed as e:
+            except (AuthenticationFailed, MalformedToken) as e:
                 failed_authentication(conn, f"Authentication failed during authentication due to invalid "
                                             f"credentials with SASL mechanism {mechanism}: {e}")
                 return await close_after_failed_authentication(conn)
@@ -213,6 +213,13 @@ async def sasl_authenticate(conn: Connection, listener) -> bool:
         lo, hi = handlers.REGISTRY[expected].VERSIONS
         if api_key != expected or not lo <= version <= hi:
             name = schema.API_NAMES.get(api_key, api_key)
+            if server is not None and api_key in handlers.REGISTRY and api_key != 36:
+                # Kafka (SaslServerAuthenticator): another request while authenticating gets its
+                # error response (ILLEGAL_SASL_STATE where it has an error code), then the close
+                lo2, hi2 = handlers.advertised_range(handlers.REGISTRY[api_key], broker)
+                if lo2 <= version <= hi2:
+                    await send_response(stream, schema.encode_response_parts(
+                        api_key, version, corr, {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE)}))
             raise ProtocolViolation(f"Unexpected Kafka request of type {name} v{version} during SASL "
                                     + ("handshake" if server is None else "authentication"))
         try:
@@ -233,9 +240,12 @@ async def sasl_authenticate(conn: Connection, listener) -> bool:
             continue
         # SaslAuthenticate
         try:
-            challenge, code, message = server.evaluate(body.auth_bytes), 0, None
+            challenge, code, message = server.evaluate(body.auth_bytes), 0, ""  # Kafka: "" on success
         except AuthenticationFailed as e:
             challenge, code, message = b"", int(ErrorCode.SASL_AUTHENTICATION_FAILED), str(e)
+        except MalformedToken as e:
+            failed_authentication(conn, str(e))
+            return await close_after_failed_authentication(conn)
         await send_response(stream, schema.encode_response_parts(36, version, corr, {
             "error_code": code, "error_message": message, "auth_bytes": challenge, "session_lifetime_ms": 0}))
         if code:

@@ -13,6 +13,11 @@ async def handle(conn, header, req):
         return {"throttle_time_ms": 0, "results": [{"error_code": refused[0], "error_message": refused[1]}
                                                    for _ in req.creations]}
     results, new = [], []
+    if any(c.operation in (0, 1) or c.permission_type in (0, 1) for c in req.creations):
+        # Kafka 4.1 fails the whole request with an unknown server error (recorded): an operation
+        # or permission ANY/UNKNOWN cannot be turned into an ACL
+        return {"throttle_time_ms": 0, "results": [{"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+                                                    "error_message": None} for _ in req.creations]}
     for c in req.creations:
         b = AclBinding(c.resource_type, c.resource_name,
                        c.resource_pattern_type if header.api_version >= 1 else LITERAL,
@@ -22,7 +27,7 @@ async def handle(conn, header, req):
             results.append({"error_code": int(ErrorCode.INVALID_REQUEST), "error_message": why})
         else:
             new.append(b)
-            results.append({"error_code": 0, "error_message": None})
+            results.append({"error_code": 0, "error_message": ""})
     if new:
         conn.broker.add_acls(new)
     return {"throttle_time_ms": 0, "results": results}

@@ -13,7 +13,7 @@ async def handle(conn, header, req):
         res = {"name": t.name, "error_code": 0, "error_message": None}
         try:
             if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic
-                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
             info = broker.logs.topics().get(t.name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -22,6 +22,7 @@ async def handle(conn, header, req):
             if seen[t.name] > 1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains multiple entries for topic {t.name}")
             if not cluster_create and not conn.authorize(acl.CREATE, acl.TOPIC, t.name):
+                res["configs"] = []  # as Kafka 4.1 answers it (recorded)
                 raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             err = topic_name_error(t.name)
             if err is not None:

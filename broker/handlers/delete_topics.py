@@ -23,7 +23,7 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 name = res["name"] = info.name
             if not conn.authorize(acl.DELETE, acl.TOPIC, name):  # Kafka: before whether it exists
-                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
             info = broker.logs.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -16,6 +16,6 @@ async def handle(conn, header, req):
         if filter_matches(f, b):
             groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
                 {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "",
             "resources": [{"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
                           for (t, n, p), acls in groups.items()]}

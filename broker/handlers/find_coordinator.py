@@ -12,7 +12,7 @@ VERSIONS = (0, 6)
 GROUP, TRANSACTION = 0, 1
 
 
-def _one(broker, conn, key, key_type):
+def _one(broker, conn, key, key_type, batched=False):
     host, port = broker.advertised_address(conn.listener_name)
     out = {"key": key, "node_id": broker.node_id, "host": host, "port": port, "error_code": 0, "error_message": None}
     if key_type not in (GROUP, TRANSACTION):
@@ -29,7 +29,9 @@ def _one(broker, conn, key, key_type):
     else:
         code = None
     if code is not None:
-        return dict(out, node_id=-1, host="", port=-1, error_code=int(code), error_message=AUTH_MESSAGES[code])
+        # Kafka 4.1: the message in v0-3's single answer, an empty one in v4+'s list
+        return dict(out, node_id=-1, host="", port=-1, error_code=int(code),
+                    error_message="" if batched else AUTH_MESSAGES[code])
     broker.ensure_coordinator_topic(key_type)
     return out
 
@@ -37,7 +39,7 @@ def _one(broker, conn, key, key_type):
 async def handle(conn, header, req):
     broker = conn.broker
     if header.api_version >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [_one(broker, conn, k, req.key_type) for k in req.coordinator_keys]}
+        return {"throttle_time_ms": 0, "coordinators": [_one(broker, conn, k, req.key_type, True) for k in req.coordinator_keys]}
     one = _one(broker, conn, req.key, req.key_type)
     one.pop("key")
     return dict(one, throttle_time_ms=0)

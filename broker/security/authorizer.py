@@ -71,11 +71,10 @@ def validate_binding(b: AclBinding) -> str | None:
         return "Resource name must not be empty"
     if b.resource_type == CLUSTER and b.resource_name != CLUSTER_NAME:
         return "The only valid name for the CLUSTER resource is " + CLUSTER_NAME
-    if b.pattern_type == PREFIXED and b.resource_name == WILDCARD:
-        return "Cannot create a PREFIXED ACL with the wildcard resource name"
     kind, colon, name = (b.principal or "").partition(":")
     if not colon or not kind or not name:
-        return f"Could not parse principal from `{b.principal}` (no colon is found between principalType and name)."
+        return (f"Could not parse principal from `{b.principal}` "
+                "(no colon is present separating the principal type from the principal name)")
     if not b.host:
         return "Invalid host"
     return None

@@ -30,6 +30,10 @@ class AuthenticationFailed(Exception):
     """The exchange failed; ``str(e)`` is the message the client gets."""
 
 
+class MalformedToken(Exception):
+    """A token Kafka's server cannot even evaluate (it closes the connection without an answer)."""
+
+
 # --------------------------------------------------------------------------- configuration
 _JAAS = re.compile(r'\s*([\w.$]+)\s+(required|requisite|sufficient|optional)\s*(.*?)\s*;\s*$', re.S)
 _OPTION = re.compile(r'\s*([^\s=]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s"]+)')
@@ -188,7 +192,7 @@ class ScramServer:
         auth_message = f"{self.client_first_bare},{self.server_first},{m.group(1)}".encode()
         signature = hmac.new(self.stored_key, auth_message, self.hash).digest()
         if len(proof) != len(signature):
-            self._fail()
+            raise MalformedToken("SCRAM client proof of the wrong length")  # Kafka: an IllegalArgumentException
         client_key = bytes(a ^ b for a, b in zip(proof, signature))
         if not hmac.compare_digest(self.hash(client_key).digest(), self.stored_key):
             self._fail()
