@@ -498,3 +498,25 @@ def test_fuzz_sasl_frames_and_tls_garbage(secured):
     c = sasl_client(secured)
     assert plain_login(c, "alice", "alice-secret").error_code == 0
     assert secured.proc.running
+
+
+def test_other_request_while_authenticating_gets_its_error_then_close(secured):
+    """Kafka 4.1 (recorded): after SaslHandshake, a Metadata request gets a Metadata error response
+    (17 bytes, no data) and the connection is closed; nothing is served unauthenticated."""
+    c = sasl_client(secured)
+    assert c.request(17, 1, {"mechanism": "PLAIN"}).error_code == 0
+    c.send(3, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    frame = c.recv_frame()
+    assert frame is not None and len(frame) == 17
+    md = schema.decode_response(3, 12, frame)[1]
+    assert md.topics == [] and md.brokers == []
+    assert closed(c)
+
+
+def test_scram_proof_of_wrong_length_closes_without_answer(secured):
+    c = sasl_client(secured)
+    assert c.request(17, 1, {"mechanism": "SCRAM-SHA-256"}).error_code == 0
+    first = c.request(36, 2, {"auth_bytes": b"n,,n=alice,r=abcdef"})
+    nonce = first.auth_bytes.split(b",")[0][2:]
+    c.send(36, 2, {"auth_bytes": b"c=biws,r=" + nonce + b",p=AAAA"})
+    assert c.recv_frame() is None
