@@ -155,7 +155,7 @@ DEFS: dict[str, tuple] = {
     "ssl.client.auth": (str, "none", None, "Client certificates: required, requested or none"),
     "ssl.enabled.protocols": (str, "TLSv1.2,TLSv1.3", None, "TLS versions served (TLSv1.2, TLSv1.3 only)"),
     "ssl.protocol": (str, "TLSv1.3", None, "Accepted for Kafka compatibility (ssl.enabled.protocols decides)"),
-    "ssl.principal.mapping.rules": (str, "DEFAULT", None, "Principal of a TLS client: DEFAULT (the certificate's subject DN) only"),
+    "ssl.principal.mapping.rules": (str, "DEFAULT", None, "Principal of a TLS client from its certificate's DN: RULE:pattern/replacement/[LU] rules, then DEFAULT (the DN)"),
     "ssl.endpoint.identification.algorithm": (str, "https", None, "Accepted for Kafka compatibility: a client-side check"),
     "sasl.enabled.mechanisms": (str, "GSSAPI", None, "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default GSSAPI is refused)"),
     "authorizer.class.name": (str, "", _one_of("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer"),

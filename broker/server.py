@@ -27,7 +27,7 @@ from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
 from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
-from .security.tls import ANONYMOUS, principal_from_cert
+from .security.tls import ANONYMOUS, NoMatchingRule, principal_from_cert
 
 log = logging.getLogger("minikafka.server")
 
@@ -167,7 +167,11 @@ async def tls_handshake(stream, listener, conn: Connection):
         cause = e.__cause__
         failed_authentication(conn, f"SSL handshake failed: {cause or e}")
         return None
-    conn.principal = principal_from_cert(tls.getpeercert())
+    try:
+        conn.principal = principal_from_cert(tls.getpeercert(), listener.principal_rules)
+    except NoMatchingRule as e:
+        failed_authentication(conn, str(e))
+        return None
     return tls
 
 

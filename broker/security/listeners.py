@@ -39,6 +39,7 @@ class Listener:
     port: int
     ssl_context: object = None            # ssl.SSLContext for SSL and SASL_SSL
     client_auth: str = "none"             # ssl.client.auth
+    principal_rules: list = field(default_factory=lambda: [None])  # ssl.principal.mapping.rules
     sasl_mechanisms: list[str] = field(default_factory=list)
     plain_users: dict[str, str] = field(default_factory=dict)  # PLAIN: user -> password (JAAS)
 

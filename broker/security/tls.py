@@ -8,6 +8,7 @@ or inline (``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``,
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import tempfile
 
@@ -19,7 +20,6 @@ ANONYMOUS = "User:ANONYMOUS"
 
 # Set to anything but these and the listener is refused: minikafka cannot honour them.
 _ONLY = {
-    "ssl.principal.mapping.rules": ("DEFAULT",),
     "ssl.protocol": ("TLSv1.3", "TLSv1.2", "TLS"),
     "ssl.keymanager.algorithm": ("SunX509", "PKIX"),
     "ssl.trustmanager.algorithm": ("PKIX", "SunX509"),
@@ -47,6 +47,11 @@ def configure(raw: dict[str, str], lst: Listener) -> None:
         raise unsupported(where, protocols, "TLSv1.2 and TLSv1.3 only")
     ctx.minimum_version = min(TLS_VERSIONS[p] for p in versions)
     ctx.maximum_version = max(TLS_VERSIONS[p] for p in versions)
+    rules, where = get("ssl.principal.mapping.rules", "DEFAULT")
+    try:
+        lst.principal_rules = parse_mapping_rules(rules)
+    except ValueError as e:
+        raise invalid(where, rules, str(e)) from None
     _load_keystore(ctx, get)
     client_auth, where = get("ssl.client.auth", "none")
     if client_auth.strip().lower() not in CLIENT_AUTH:
@@ -166,10 +171,53 @@ def _der_hex(tag: int, value: str) -> str:
     return "#" + (bytes([tag]) + length + data).hex()
 
 
-def principal_from_cert(cert: dict | None) -> str:
-    """Kafka's default principal for a TLS client (ssl.principal.mapping.rules=DEFAULT): the
-    certificate subject's distinguished name as Java writes it (RFC 2253: last RDN first),
-    ``User:ANONYMOUS`` without a client certificate."""
+# Kafka's SslPrincipalMapper rule syntax: DEFAULT, or RULE:pattern/replacement/ with L or U
+_RULE = re.compile(r"\s*((DEFAULT)|RULE:((\\.|[^\\/])*)/((\\.|[^\\/])*)/([LU]?).*?|(.*?))\s*(,\s*|$)")
+
+
+class NoMatchingRule(Exception):
+    """No ssl.principal.mapping.rules rule applies to a certificate's DN: authentication fails."""
+
+
+def parse_mapping_rules(text: str) -> list:
+    """[(compiled pattern, python replacement, case) or None for DEFAULT], as Kafka parses them."""
+    rules, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _RULE.match(text, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"Invalid rule: {text[pos:]}")
+        if m.group(8):
+            raise ValueError(f"Invalid rule: {m.group(8)}")
+        if m.group(2):
+            rules.append(None)
+        else:
+            try:
+                pattern = re.compile(m.group(3))
+            except re.error as e:
+                raise ValueError(f"Invalid rule pattern {m.group(3)}: {e}") from None
+            # Java's $1 group references become Python's \g<1>
+            replacement = re.sub(r"\$(\d+)", r"\\g<\1>", m.group(5).replace("\\", "\\\\"))
+            rules.append((pattern, replacement, m.group(7)))
+        pos = m.end()
+    return rules or [None]
+
+
+def apply_mapping_rules(rules: list, dn: str) -> str:
+    for rule in rules:
+        if rule is None:
+            return dn
+        pattern, replacement, case = rule
+        if pattern.fullmatch(dn):
+            name = pattern.sub(replacement, dn)
+            return name.lower() if case == "L" else name.upper() if case == "U" else name
+    raise NoMatchingRule(f"No rules apply to {dn}")
+
+
+def principal_from_cert(cert: dict | None, rules: list | None = None) -> str:
+    """Kafka's principal for a TLS client: the certificate subject's distinguished name as Java
+    writes it (RFC 2253: last RDN first) through ssl.principal.mapping.rules (DEFAULT keeps it),
+    ``User:ANONYMOUS`` without a client certificate. NoMatchingRule when no rule applies."""
     if not cert or not cert.get("subject"):
         return ANONYMOUS
     rdns = []
@@ -184,7 +232,7 @@ def principal_from_cert(cert: dict | None) -> str:
             else:
                 parts.append(f"{name}={_escape(value)}")
         rdns.append("+".join(parts))
-    return "User:" + ",".join(rdns)
+    return "User:" + apply_mapping_rules(rules or [None], ",".join(rdns))
 
 
 __all__ = ["configure", "principal_from_cert", "ANONYMOUS", "SecurityConfigError"]

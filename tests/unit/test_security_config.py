@@ -93,7 +93,7 @@ def test_pem_keystore_file_or_inline(certs):
     ({"ssl.keystore.password": "x"}, "ssl.keystore.password"),
     ({"ssl.client.auth": "sometimes"}, "ssl.client.auth"),
     ({"ssl.enabled.protocols": "TLSv1.1,TLSv1.2"}, "ssl.enabled.protocols"),
-    ({"ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/"}, "ssl.principal.mapping.rules"),
+    ({"ssl.principal.mapping.rules": "nonsense"}, "ssl.principal.mapping.rules"),
     ({"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"}, "ssl.cipher.suites"),
     ({"listener.name.ssl.ssl.client.auth": "required", "ssl.truststore.type": "PEM",
       "ssl.truststore.location": "/no/ca.pem"}, "ssl.truststore.location"),
@@ -130,3 +130,16 @@ def test_sasl_settings_not_served_are_refused(kv, key):
         load(**{"listeners": "SASL_PLAINTEXT://127.0.0.1:0", **kv})
     assert f"for configuration {key}:" in str(e.value) and "\n" not in str(e.value)
     assert "a-secret" not in str(e.value)
+
+
+def test_principal_mapping_rules_as_kafka():
+    from minikafka.broker.security.tls import NoMatchingRule, parse_mapping_rules, principal_from_cert
+    subject = ((("organizationName", "acme"),), (("commonName", "Alice"),))
+    rules = parse_mapping_rules("RULE:^CN=([^,]+).*$/$1/L,DEFAULT")
+    assert principal_from_cert({"subject": subject}, rules) == "User:alice"
+    assert principal_from_cert({"subject": ((("organizationName", "acme"),),)}, rules) == "User:O=acme"
+    only = parse_mapping_rules("RULE:^CN=(.*),O=(.*)$/$2-$1/U")
+    assert principal_from_cert({"subject": subject}, only) == "User:ACME-ALICE"
+    with pytest.raises(NoMatchingRule):
+        principal_from_cert({"subject": ((("organizationName", "acme"),),)}, only)
+    assert principal_from_cert(None, only) == "User:ANONYMOUS"
