@@ -66,8 +66,10 @@ conformance-record: $(VENV)/.installed
 	cd tests && $(abspath $(PY)) -m conformance.record $(ARGS)
 
 # Side by side with Apache Kafka: ARGS='--reference-bootstrap 127.0.0.1:19092' (see bench/throughput.py).
+# Then throughput over TLS beside plaintext (bench/tls.py, minikafka alone).
 bench: $(VENV)/.installed $(VENV)/.compiled
 	$(PY) bench/throughput.py $(ARGS)
+	$(PY) bench/tls.py
 
 # How minikafka grows with partitions, producers, transaction size and data (README "Scale").
 bench-scale: $(VENV)/.installed $(VENV)/.compiled

@@ -75,13 +75,14 @@ BASE_PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.m
 
 
 def produce(bootstrap: str, topic: str, n: int, size: int, *, acks: str = "1", idempotent: bool = False,
-            partitions: int = 1) -> dict:
+            partitions: int = 1, client: dict | None = None) -> dict:
     """n records of `size` random bytes, round-robin over `partitions`; rate over the time from the
     first produce() to the last delivery report."""
     from confluent_kafka import Producer
     conf = dict(BASE_PRODUCER, **{"bootstrap.servers": bootstrap, "acks": "all" if idempotent else acks})
     if idempotent:
         conf["enable.idempotence"] = True
+    conf.update(client or {})  # security settings (bench/tls.py)
     p = Producer(conf)
     value = os.urandom(size)
     delivered = [0]
@@ -337,7 +338,7 @@ def concurrent_transactions(bootstrap: str, topic: str, producers: int, per_txn:
 # ----------------------------------------------------------------------------- consume
 
 def consume(bootstrap: str, topic: str, partitions: int, expected: int, *, committed: bool,
-            start: list[int] | None = None, exact: bool = True, timeout: float = 180) -> dict:
+            start: list[int] | None = None, exact: bool = True, timeout: float = 180, client: dict | None = None) -> dict:
     """Read `expected` records from offset 0 (or `start[p]`) of every partition p to its end
     (assign, no group management).
 
@@ -354,7 +355,7 @@ def consume(bootstrap: str, topic: str, partitions: int, expected: int, *, commi
                   # or queued.max.messages.kbytes (64 MB), it postpones that partition's next fetch
                   # by fetch.queue.backoff.ms (1 s): a read of 200 MB would measure those pauses
                   "queued.min.messages": 1_000_000, "queued.max.messages.kbytes": 1_048_576,
-                  "fetch.queue.backoff.ms": 1, "enable.partition.eof": False})
+                  "fetch.queue.backoff.ms": 1, "enable.partition.eof": False, **(client or {})})
     got = nbytes = 0
     try:
         c.list_topics(topic, timeout=10)
