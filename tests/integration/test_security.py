@@ -66,7 +66,10 @@ def secured(tmp_path_factory):
     d = tmp_path_factory.mktemp("secured")
     certs = make_certs(d / "certs")
     ports = {p: free_port() for p in PROTOCOLS}
-    proc = BrokerProcess(d / "data", port=ports["PLAINTEXT"], overrides=secured_overrides(ports, certs), name="secured")
+    metrics_port = free_port()
+    proc = BrokerProcess(d / "data", port=ports["PLAINTEXT"], name="secured",
+                         overrides={**secured_overrides(ports, certs), "metrics.listener": f"127.0.0.1:{metrics_port}"})
+    proc.metrics_port = metrics_port
     try:
         proc.start()
         for user, pw in USERS.items():
@@ -182,6 +185,23 @@ def test_plain_failure_same_answer_then_close(secured, user, password):
                 else "Authentication failed: Invalid username or password")
     assert r.error_message == expected
     assert closed(c)
+
+
+def test_failed_authentication_is_logged_and_counted(secured):
+    import urllib.request
+
+    def count():
+        text = urllib.request.urlopen(f"http://127.0.0.1:{secured.proc.metrics_port}/metrics", timeout=10).read().decode()
+        line = next(x for x in text.splitlines() if x.startswith("kafka_server_socketservermetrics_failed_authentication_total"))
+        return float(line.split()[-1])
+
+    before = count()
+    c = sasl_client(secured)
+    port = c.sock.getsockname()[1]
+    assert plain_login(c, "alice", "nope").error_code == 58
+    wait_until(lambda: count() == before + 1, timeout=10)
+    wait_until(lambda: f"Failed authentication with /127.0.0.1:{port} (Authentication failed: Invalid username or password)"
+               in secured.proc.log_path.read_text(), timeout=10)
 
 
 def test_unsupported_mechanism_lists_enabled_then_closes(secured):
