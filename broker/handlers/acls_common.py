@@ -2,7 +2,7 @@
 SECURITY_DISABLED without one), and the caller needs ALTER (create, delete) or DESCRIBE on
 the cluster."""
 from minikafka.protocol.errors import ErrorCode
-from ..security.authorizer import CLUSTER, CLUSTER_NAME, LITERAL
+from ..security.authorizer import CLUSTER, CLUSTER_NAME
 
 SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."
 
@@ -16,8 +16,8 @@ def refusal(conn, operation: int):
     return None
 
 
-def filter_of(f, version: int) -> dict:
+def filter_of(f) -> dict:
     return {"resource_type": f.resource_type_filter, "resource_name": f.resource_name_filter,
-            "pattern_type": f.pattern_type_filter if version >= 1 else LITERAL,
+            "pattern_type": f.pattern_type_filter,
             "principal": f.principal_filter, "host": f.host_filter,
             "operation": f.operation, "permission": f.permission_type}

@@ -1,10 +1,10 @@
 """CreateAcls (30): ACL bindings, validated as Kafka's AclControlManager, stored durably."""
 from minikafka.protocol.errors import ErrorCode
-from ..security.authorizer import ALTER, LITERAL, AclBinding, validate_binding
+from ..security.authorizer import ALTER, AclBinding, validate_binding
 from .acls_common import refusal
 
 API_KEY = 30
-VERSIONS = (0, 3)
+VERSIONS = (1, 3)  # Kafka 4.x removed v0
 
 
 async def handle(conn, header, req):
@@ -19,8 +19,7 @@ async def handle(conn, header, req):
         return {"throttle_time_ms": 0, "results": [{"error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
                                                     "error_message": None} for _ in req.creations]}
     for c in req.creations:
-        b = AclBinding(c.resource_type, c.resource_name,
-                       c.resource_pattern_type if header.api_version >= 1 else LITERAL,
+        b = AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type,
                        c.principal, c.host, c.operation, c.permission_type)
         why = validate_binding(b)
         if why:

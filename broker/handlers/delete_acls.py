@@ -3,7 +3,7 @@ from ..security.authorizer import ALTER, filter_matches
 from .acls_common import filter_of, refusal
 
 API_KEY = 31
-VERSIONS = (0, 3)
+VERSIONS = (1, 3)  # Kafka 4.x removed v0
 
 
 async def handle(conn, header, req):
@@ -14,7 +14,7 @@ async def handle(conn, header, req):
     bindings = conn.broker.authorizer.bindings
     results, doomed = [], set()
     for flt in req.filters:
-        f = filter_of(flt, header.api_version)
+        f = filter_of(flt)
         matched = [b for b in bindings if filter_matches(f, b)]
         doomed.update(matched)
         results.append({"error_code": 0, "error_message": None, "matching_acls": [

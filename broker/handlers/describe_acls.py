@@ -3,14 +3,14 @@ from ..security.authorizer import DESCRIBE, filter_matches
 from .acls_common import filter_of, refusal
 
 API_KEY = 29
-VERSIONS = (0, 3)
+VERSIONS = (1, 3)  # Kafka 4.x removed v0
 
 
 async def handle(conn, header, req):
     refused = refusal(conn, DESCRIBE)
     if refused:
         return {"throttle_time_ms": 0, "error_code": refused[0], "error_message": refused[1], "resources": []}
-    f = filter_of(req, header.api_version)
+    f = filter_of(req)
     groups: dict = {}
     for b in conn.broker.authorizer.bindings:
         if filter_matches(f, b):

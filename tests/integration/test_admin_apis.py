@@ -85,7 +85,7 @@ def test_advertised_versions(raw):
     assert keys[21] == (0, 2) and keys[33] == (0, 2) and keys[44] == (0, 1) and keys[35] == (1, 5)
     assert keys[43] == (0, 2) and keys[75] == (0, 0) and keys[17] == (0, 1) and keys[36] == (0, 2)
     assert 48 not in keys and 49 not in keys  # client quotas are not served
-    assert keys[50] == keys[51] == (0, 0) and keys[29] == keys[30] == keys[31] == (0, 3)  # SCRAM users, ACLs
+    assert keys[50] == keys[51] == (0, 0) and keys[29] == keys[30] == keys[31] == (1, 3)  # SCRAM users, ACLs
 
 
 # ------------------------------------------------------------------ DeleteRecords
