@@ -12,7 +12,7 @@ import re
 import ssl
 import tempfile
 
-from .listeners import Listener, SecurityConfigError, invalid, listener_value, unsupported
+from .listeners import Listener, invalid, listener_value, unsupported
 
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -235,4 +235,4 @@ def principal_from_cert(cert: dict | None, rules: list | None = None) -> str:
     return "User:" + apply_mapping_rules(rules or [None], ",".join(rdns))
 
 
-__all__ = ["configure", "principal_from_cert", "ANONYMOUS", "SecurityConfigError"]
+__all__ = ["configure", "principal_from_cert", "parse_mapping_rules", "ANONYMOUS", "NoMatchingRule"]

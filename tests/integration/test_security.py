@@ -6,13 +6,10 @@ SCRAM-SHA-512); certificates are made at test time with openssl.
 """
 from __future__ import annotations
 
-import json
 import secrets
 import socket
 import ssl
 import struct
-import subprocess
-import sys
 import time
 import warnings
 
@@ -405,8 +402,11 @@ def test_aiokafka_matrix_and_refusal(secured, unique_topic, caplog):
             await c.stop()
         return m.value
 
-    async def refused():
-        p = aiokafka.AIOKafkaProducer(**cfg("SASL_PLAINTEXT", "SCRAM-SHA-512", password="bad"))
+    async def refused(protocol="SASL_PLAINTEXT", password="bad", ca=True):
+        c = cfg(protocol, "SCRAM-SHA-512", password=password)
+        if not ca:
+            c["ssl_context"] = create_ssl_context(cafile=str(secured.certs.other_ca))
+        p = aiokafka.AIOKafkaProducer(**c)
         try:
             await p.start()
         except Exception as e:
@@ -421,17 +421,21 @@ def test_aiokafka_matrix_and_refusal(secured, unique_topic, caplog):
     assert err is not None  # aiokafka: KafkaConnectionError, the broker's SaslAuthenticationFailed logged
     assert ("SaslAuthenticationFailed: Authentication failed during authentication due to invalid credentials "
             "with SASL mechanism SCRAM-SHA-512") in caplog.text
+    caplog.clear()
+    assert asyncio.run(refused("SASL_SSL", password=USERS["alice"], ca=False)) is not None
+    assert "CERTIFICATE_VERIFY_FAILED" in caplog.text
 
 
-def java_props(b: SecuredBroker, protocol: str, mechanism: str | None, password=None) -> list[str]:
+def java_props(b: SecuredBroker, protocol: str, mechanism: str | None, password=None, user="alice",
+               ca=True) -> list[str]:
     props = [f"security.protocol={protocol}"]
     if "SSL" in protocol:
-        props += ["ssl.truststore.type=PEM", f"ssl.truststore.location={b.certs.ca}"]
+        props += ["ssl.truststore.type=PEM", f"ssl.truststore.location={b.certs.ca if ca else b.certs.other_ca}"]
     if mechanism:
         module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
                   else "org.apache.kafka.common.security.scram.ScramLoginModule")
         props += [f"sasl.mechanism={mechanism}",
-                  f'sasl.jaas.config={module} required username="alice" password="{password or USERS["alice"]}";']
+                  f'sasl.jaas.config={module} required username="{user}" password="{password or USERS.get(user, "x")}";']
     return props
 
 
@@ -447,13 +451,21 @@ def test_java_client_produces_and_consumes(secured, java_client, unique_topic, p
     assert res.summary()["count"] == 5
 
 
-def test_java_client_wrong_password_is_an_authentication_error(secured, java_client, unique_topic):
-    props = java_props(secured, "SASL_SSL", "SCRAM-SHA-256", password="bad")
+@pytest.mark.parametrize("case,expected", [
+    ("wrong password", "SaslAuthenticationException: Authentication failed during authentication due to invalid "
+                       "credentials with SASL mechanism SCRAM-SHA-256"),
+    ("unknown user", "SaslAuthenticationException: Authentication failed during authentication due to invalid "
+                     "credentials with SASL mechanism SCRAM-SHA-256"),
+    ("no CA", "SslAuthenticationException: SSL handshake failed"),
+])
+def test_java_client_refusals(secured, java_client, unique_topic, case, expected):
+    props = java_props(secured, "SASL_SSL", "SCRAM-SHA-256", password="bad" if case == "wrong password" else None,
+                       user="ghost" if case == "unknown user" else "alice", ca=case != "no CA")
     res = java_client.run("produce", "--bootstrap", secured.address("SASL_SSL"), "--topic", unique_topic(),
                           "--count", "1", "--tag", "x", *[x for p in props for x in ("--producer-config", p)],
                           check=False, timeout=90)
     assert res.returncode != 0
-    assert "SaslAuthenticationException" in res.stdout + res.stderr
+    assert expected in res.stdout + res.stderr
 
 
 # ----------------------------------------------------------------------------- fuzz
