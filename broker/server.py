@@ -116,9 +116,11 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
             if tls is None:
                 return
             stream = conn.stream = tls
-        if listener.sasl and not await sasl_authenticate(conn, listener):
-            return
         reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
+        # the same reader serves the connection after authentication: bytes a client sent right
+        # behind its last authentication frame are already in its buffer
+        if listener.sasl and not await sasl_authenticate(conn, listener, reader):
+            return
         while True:
             frame = await reader.read_frame()
             if frame is None:
@@ -179,13 +181,13 @@ async def tls_handshake(stream, listener, conn: Connection):
 SASL_MAX_RECEIVE_SIZE = 524288
 
 
-async def sasl_authenticate(conn: Connection, listener) -> bool:
+async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> bool:
     """Kafka's SaslServerAuthenticator: ApiVersions and SaslHandshake, then the mechanism's
     tokens, either in SaslAuthenticate requests (handshake v1) or as bare size-prefixed frames
     (handshake v0, old clients). Any other request before authentication closes the connection.
     True once authenticated (``conn.principal`` set); False when the connection is to close."""
     broker, stream = conn.broker, conn.stream
-    reader = FrameReader(stream, SASL_MAX_RECEIVE_SIZE)
+    reader.max_size, max_size = SASL_MAX_RECEIVE_SIZE, reader.max_size
     server = None
     handshake_version = None
     while True:
@@ -202,8 +204,8 @@ async def sasl_authenticate(conn: Connection, listener) -> bool:
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
-                reader.max_size = broker.config["socket.request.max.bytes"]
-                return await _continue(conn, reader)
+                reader.max_size = max_size
+                return True
             continue
         try:
             api_key, version, corr = schema.peek_request_header(frame)
@@ -257,19 +259,8 @@ async def sasl_authenticate(conn: Connection, listener) -> bool:
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
+            reader.max_size = max_size
             return True
-
-
-async def _continue(conn: Connection, reader: FrameReader) -> bool:
-    """After a v0 (unframed) exchange: serve the rest of the connection from the same reader,
-    which may already hold the next request."""
-    while True:
-        frame = await reader.read_frame()
-        if frame is None:
-            return False
-        out = await dispatch(conn, frame)
-        if out is not None:
-            await send_response(conn.stream, out)
 
 
 # a sendfile failing with one of these means the socket or file cannot splice: read instead

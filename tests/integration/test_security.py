@@ -552,3 +552,21 @@ def test_scram_proof_of_wrong_length_closes_without_answer(secured):
     nonce = first.auth_bytes.split(b",")[0][2:]
     c.send(36, 2, {"auth_bytes": b"c=biws,r=" + nonce + b",p=AAAA"})
     assert c.recv_frame() is None
+
+
+def test_request_sent_right_behind_the_last_token_is_served(secured):
+    """Bytes that arrive with the last authentication frame belong to the session (v0 and v1)."""
+    c = sasl_client(secured)
+    assert c.request(17, 1, {"mechanism": "PLAIN"}).error_code == 0
+    auth = schema.encode_request(36, 2, 7, "t", {"auth_bytes": b"\0alice\0alice-secret"})
+    md = schema.encode_request(3, 12, 8, "t", {"topics": [], "allow_auto_topic_creation": False,
+                                               "include_topic_authorized_operations": False})
+    c.sock.sendall(auth + md)
+    assert c.receive(36, 2, 7).error_code == 0
+    assert c.receive(3, 12, 8).brokers
+    v0 = sasl_client(secured)
+    assert v0.request(17, 0, {"mechanism": "PLAIN"}).error_code == 0
+    token = b"\0bob\0bob-secret"
+    v0.sock.sendall(struct.pack(">i", len(token)) + token + md)
+    assert v0.recv_frame() == b""
+    assert v0.receive(3, 12, 8).brokers
