@@ -14,7 +14,9 @@ GROUP, TRANSACTION = 0, 1
 
 def _one(broker, conn, key, key_type, batched=False):
     host, port = broker.advertised_address(conn.listener_name)
-    out = {"key": key, "node_id": broker.node_id, "host": host, "port": port, "error_code": 0, "error_message": None}
+    # Kafka 4.1 (recorded): v4's entries carry an empty message, v0-3's answer none
+    out = {"key": key, "node_id": broker.node_id, "host": host, "port": port, "error_code": 0,
+           "error_message": "" if batched else None}
     if key_type not in (GROUP, TRANSACTION):
         return dict(out, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message=f"Unsupported key type {key_type}")

@@ -94,6 +94,28 @@ class Call:
     timeout_s: float = 60.0
 
 
+# Scenarios with these broker settings run with ACLs (StandardAuthorizer) on both brokers, which
+# then also serve a SASL_PLAINTEXT listener (PLAIN users alice/alice-secret, bob/bob-secret).
+# The plain connection ("main", setup, topic creation) is User:ANONYMOUS, a super user; a step
+# with conn="sasl:alice" speaks as User:alice.
+SECURED = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+           "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "false"}
+SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+def sasl_listener_settings(port: int) -> dict:
+    """What a secured scenario's broker adds for its SASL_PLAINTEXT listener on ``port``
+    (``listeners`` and the protocol map are completed by each target)."""
+    users = " ".join(f'user_{u}="{p}"' for u, p in SASL_USERS.items())
+    return {"sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"}
+
+
+def secured(broker: dict) -> bool:
+    return broker.get("authorizer.class.name") == SECURED["authorizer.class.name"]
+
+
 @dataclass
 class Restart:
     kill: bool = False   # False: clean shutdown (SIGTERM); True: kill -9

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
+from .dsl import sasl_listener_settings, secured
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
 DISTRIBUTION = f"kafka_2.13-{KAFKA_VERSION}"
@@ -101,6 +103,10 @@ class KafkaNode:
         if self.controller:
             cfg["process.roles"] = "broker,controller"
             cfg["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{c.controller_port}"
+            if c.sasl_port is not None:  # a secured scenario group (dsl.SECURED)
+                cfg["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{c.sasl_port}"
+                cfg["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+                cfg.update(sasl_listener_settings(c.sasl_port))
             cfg["advertised.listeners"] = cfg["listeners"]
         else:
             cfg["process.roles"] = "broker"
@@ -172,13 +178,18 @@ class KafkaCluster:
         self.root = Path(tempfile.mkdtemp(prefix="minikafka-conformance-kafka-"))
         self.overrides = dict(overrides or {})
         self.cluster_id = base64.urlsafe_b64encode(b"minikafka-confrm").decode().rstrip("=")
-        p1, self.controller_port, p2 = _free_ports(3)
+        p1, self.controller_port, p2, p3 = _free_ports(4)
+        self.sasl_port = p3 if secured(self.overrides) else None
         self.node1 = KafkaNode(self, 1, p1, controller=True)
         self.node2 = KafkaNode(self, 2, p2, controller=False) if with_second_broker else None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.node1.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        return None if self.sasl_port is None else f"127.0.0.1:{self.sasl_port}"
 
     def start(self) -> None:
         self.node1.format()

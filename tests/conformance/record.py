@@ -41,6 +41,10 @@ class KafkaTarget:
     def bootstrap(self) -> str:
         return self.cluster.bootstrap
 
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        return self.cluster.sasl_bootstrap
+
     def restart(self, kill: bool) -> None:
         self.cluster.restart(kill)
 

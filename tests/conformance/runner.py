@@ -194,7 +194,17 @@ class Run:
     def conn(self, name: str) -> WireClient:
         c = self.conns.get(name)
         if c is None:
-            c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
+            if name.startswith("sasl:"):  # a principal of a secured scenario (dsl.SECURED)
+                from minikafka.broker.tools.wire import connect
+                from .dsl import SASL_USERS
+                user = name[len("sasl:"):]
+                c = self.conns[name] = connect(self.target.sasl_bootstrap, {
+                    "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                    "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                        f'username="{user}" password="{SASL_USERS[user]}";'},
+                    timeout=60, client_id="conformance")
+            else:
+                c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
         return c
 
     def close(self) -> None:

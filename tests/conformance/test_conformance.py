@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness import BrokerProcess
+from harness import BrokerProcess, free_port
 
 from . import golden
+from .dsl import sasl_listener_settings, secured
 from .normalize import differences
 from .runner import Run, warm_up
 from .scenarios import all_scenarios
@@ -30,13 +31,24 @@ class MinikafkaTarget:
     def bootstrap(self) -> str:
         return self.broker.bootstrap
 
+    @property
+    def sasl_bootstrap(self) -> str | None:
+        return getattr(self.broker, "sasl_bootstrap", None)
+
     def restart(self, kill: bool) -> None:
         self.broker.restart(kill=kill)
 
 
 def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
-    b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", overrides=scenario.broker,
+    overrides = dict(scenario.broker)
+    port = sasl_port = None
+    if secured(scenario.broker):  # the SASL_PLAINTEXT listener of secured scenarios (dsl.SECURED)
+        port, sasl_port = free_port(), free_port()
+        overrides.update(sasl_listener_settings(sasl_port),
+                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}")
+    b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
                       env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name)
+    b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"
     b.start()
     warm_up(b.bootstrap, timeout=30)
     return MinikafkaTarget(b)
