@@ -1,7 +1,8 @@
 """Authorization (StandardAuthorizer): what a principal without the ACL gets, API by API, and
 the ACL APIs themselves. The plain connection is User:ANONYMOUS, a super user that sets up
 topics and ACLs; conn="sasl:alice" speaks as User:alice over SASL_PLAINTEXT (dsl.SECURED)."""
-from ..dsl import SECURED, Scenario, batch, call, init_pid, produce
+from ..dsl import (SECURED, Scenario, add_offsets, add_partitions, await_txn, batch, call, end_txn, init_pid, produce,
+                   txn_offset_commit)
 
 ALICE = "sasl:alice"
 BOB = "sasl:bob"  # no ACL anywhere but the ones a scenario gives it (scenarios share a broker)
@@ -95,5 +96,35 @@ SCENARIOS = [
         call(31, 3, {"filters": [{"resource_type_filter": TOPIC, "resource_name_filter": "{t}",
                                   "pattern_type_filter": PREFIXED, "principal_filter": None, "host_filter": None,
                                   "operation": ANY, "permission_type": ANY}]}),
+    ]),
+    Scenario("acl/txn/pipeline_needs_read_on_its_group",
+             "A transactional producer with WRITE on its id and its output but no READ on the consumer "
+             "group: AddOffsetsToTxn and TxnOffsetCommit are refused with GROUP_AUTHORIZATION_FAILED; the "
+             "transaction's own writes go through.", broker=SECURED, steps=[
+        create_acls(acl(TXN, "{tx}", WRITE), acl(TOPIC, "{t}", WRITE)),
+        init_pid("a", conn=ALICE, until={"error_code": 0}),
+        add_partitions("a", conn=ALICE),
+        produce(batch("a", transactional=True), txn="{tx}", conn=ALICE),
+        add_offsets("a", conn=ALICE),
+        txn_offset_commit("a", {("{t}", 0): 1}, conn=ALICE),
+        end_txn("a", commit=True, conn=ALICE),
+        await_txn("CompleteCommit"),
+    ]),
+    Scenario("acl/group/membership_needs_read",
+             "Classic group APIs without ACLs on the group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, "
+             "DescribeGroups answer GROUP_AUTHORIZATION_FAILED; ListGroups leaves the group out; Metadata of "
+             "every topic leaves out those it may not describe.", broker=SECURED, steps=[
+        call(11, 9, {"group_id": "{g}", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000, "member_id": "",
+                     "group_instance_id": None, "protocol_type": "consumer",
+                     "protocols": [{"name": "range", "metadata": b""}], "reason": None}, conn=BOB),
+        call(14, 5, {"group_id": "{g}", "generation_id": 1, "member_id": "m", "group_instance_id": None,
+                     "protocol_type": "consumer", "protocol_name": "range", "assignments": []}, conn=BOB),
+        call(12, 4, {"group_id": "{g}", "generation_id": 1, "member_id": "m", "group_instance_id": None}, conn=BOB),
+        call(13, 5, {"group_id": "{g}", "members": [{"member_id": "m", "group_instance_id": None, "reason": None}]},
+             conn=BOB),
+        call(15, 5, {"groups": ["{g}"], "include_authorized_operations": True}, conn=BOB),
+        call(16, 4, {"states_filter": []}, conn=BOB),
+        call(3, 12, {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+             conn=BOB),
     ]),
 ]
