@@ -3,7 +3,8 @@ keys (each also as ``listener.name.<l>.ssl.*``), and the client certificate's pr
 
 Key and trust stores are PEM, as files (``ssl.keystore.location``, ``ssl.truststore.location``)
 or inline (``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``,
-``ssl.truststore.certificates``). JKS and PKCS12 are refused at start. TLS 1.2 and 1.3 only.
+``ssl.truststore.certificates``), or PKCS12 files with their ``ssl.*store.password`` (read with
+the ``cryptography`` package). JKS is refused at start. TLS 1.2 and 1.3 only.
 """
 from __future__ import annotations
 
@@ -65,9 +66,35 @@ def configure(raw: dict[str, str], lst: Listener) -> None:
 
 def _store_type(get, key: str) -> str:
     value, where = get(key, "JKS")  # Kafka's default store type
-    if value.strip().upper() != "PEM":
-        raise unsupported(where, value, "PEM key and trust stores only")
-    return "PEM"
+    kind = value.strip().upper()
+    if kind not in ("PEM", "PKCS12"):
+        raise unsupported(where, value, "PEM and PKCS12 key and trust stores only")
+    return kind
+
+
+def _read_pkcs12(location: str, loc_key: str, password: str | None, pw_key: str):
+    """(private key, certificate, other certificates) of a PKCS12 file, via ``cryptography``."""
+    try:
+        from cryptography.hazmat.primitives.serialization import pkcs12
+    except ImportError:
+        raise invalid(loc_key, location, "PKCS12 stores need the 'cryptography' package "
+                                         "(pip install cryptography), or use PEM") from None
+    if password is None:
+        raise invalid(pw_key, None, "a PKCS12 store needs its password")
+    try:
+        with open(location, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise invalid(loc_key, location, e.strerror or str(e)) from None
+    try:
+        return pkcs12.load_key_and_certificates(data, password.encode())
+    except ValueError as e:
+        raise invalid(loc_key, location, f"cannot read the PKCS12 store (wrong password?): {e}") from None
+
+
+def _pem(certs) -> str:
+    from cryptography.hazmat.primitives.serialization import Encoding
+    return "".join(c.public_bytes(Encoding.PEM).decode() for c in certs if c is not None)
 
 
 def _load_keystore(ctx: ssl.SSLContext, get) -> None:
@@ -78,8 +105,18 @@ def _load_keystore(ctx: ssl.SSLContext, get) -> None:
     if location is None and chain is None:
         raise invalid(loc_key, None, "an SSL listener needs a key store "
                                      "(ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)")
-    _store_type(get, "ssl.keystore.type")
     password, pw_key = get("ssl.keystore.password")
+    if _store_type(get, "ssl.keystore.type") == "PKCS12":
+        if location is None:
+            raise invalid(loc_key, None, "a PKCS12 key store is a file: set ssl.keystore.location")
+        key_obj, cert, extra = _read_pkcs12(location, loc_key, password, pw_key)
+        if key_obj is None or cert is None:
+            raise invalid(loc_key, location, "the PKCS12 store holds no private key with its certificate")
+        from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+        key_pem = key_obj.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
+        with _private_file(_pem([cert, *(extra or [])])) as chain_path, _private_file(key_pem) as key_path:
+            _load_chain(ctx, chain_path, key_path, None, loc_key)
+        return
     if password:
         raise invalid(pw_key, "[hidden]", "SSL key store password cannot be specified with PEM format, "
                                           "only key password may be specified")
@@ -113,8 +150,16 @@ def _load_truststore(ctx: ssl.SSLContext, get) -> None:
     if location is None and certs is None:
         ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)  # Java's default trust store, here the system's
         return
-    _store_type(get, "ssl.truststore.type")
     password, pw_key = get("ssl.truststore.password")
+    if _store_type(get, "ssl.truststore.type") == "PKCS12":
+        if location is None:
+            raise invalid(loc_key, None, "a PKCS12 trust store is a file: set ssl.truststore.location")
+        _, cert, extra = _read_pkcs12(location, loc_key, password, pw_key)
+        pem = _pem([cert, *(extra or [])])
+        if not pem:
+            raise invalid(loc_key, location, "the PKCS12 trust store holds no certificate")
+        ctx.load_verify_locations(cadata=pem)
+        return
     if password:
         raise invalid(pw_key, "[hidden]", "SSL trust store password cannot be specified for PEM format.")
     try:

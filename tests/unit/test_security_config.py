@@ -87,7 +87,7 @@ def test_pem_keystore_file_or_inline(certs):
 
 
 @pytest.mark.parametrize("extra,key", [
-    ({"ssl.keystore.type": "PKCS12"}, "ssl.keystore.type"),
+    ({"ssl.keystore.type": "PKCS12"}, "ssl.keystore.password"),
     ({"ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
     ({"ssl.keystore.location": "/no/such.pem"}, "ssl.keystore.location"),
     ({"ssl.keystore.password": "x"}, "ssl.keystore.password"),
@@ -143,3 +143,44 @@ def test_principal_mapping_rules_as_kafka():
     with pytest.raises(NoMatchingRule):
         principal_from_cert({"subject": ((("organizationName", "acme"),),)}, only)
     assert principal_from_cert(None, only) == "User:ANONYMOUS"
+
+
+
+def test_pkcs12_key_and_trust_stores(certs, tmp_path):
+    """PKCS12 stores (openssl-made, as keytool's) serve TLS; a wrong password names the store."""
+    import socket
+    import ssl
+    import threading
+    pytest.importorskip("cryptography")
+    ks, ts = tmp_path / "server.p12", tmp_path / "trust.p12"
+    subprocess.run(["openssl", "pkcs12", "-export", "-in", str(certs.server_cert), "-inkey", str(certs.server_key),
+                    "-out", str(ks), "-passout", "pass:ks-secret"], check=True, capture_output=True)
+    subprocess.run(["openssl", "pkcs12", "-export", "-nokeys", "-in", str(certs.ca), "-out", str(ts),
+                    "-passout", "pass:ts-secret"], check=True, capture_output=True)
+    settings = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(ks),
+                "ssl.keystore.password": "ks-secret", "ssl.truststore.type": "PKCS12",
+                "ssl.truststore.location": str(ts), "ssl.truststore.password": "ts-secret",
+                "ssl.client.auth": "required"}
+    server_ctx = load(**settings).listeners[0].ssl_context
+    with pytest.raises(ConfigError, match="for configuration ssl.keystore.location: .*wrong password"):
+        load(**{**settings, "ssl.keystore.password": "nope"})
+    # a real handshake, client certificate required and verified against the PKCS12 trust store
+    srv = socket.create_server(("127.0.0.1", 0))
+    got = {}
+
+    def serve():
+        conn, _ = srv.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as t:
+            got["peer"] = t.getpeercert()["subject"]
+            t.sendall(b"ok")
+
+    th = threading.Thread(target=serve)
+    th.start()
+    client_ctx = ssl.create_default_context(cafile=str(certs.ca))
+    client_ctx.load_cert_chain(str(certs.client_cert), str(certs.client_key))
+    with client_ctx.wrap_socket(socket.create_connection(srv.getsockname(), timeout=10),
+                                server_hostname="127.0.0.1") as c:
+        assert c.recv(2) == b"ok"
+    th.join(10)
+    srv.close()
+    assert (("commonName", "client"),) in got["peer"]
