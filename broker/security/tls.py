@@ -55,6 +55,9 @@ def configure(raw: dict[str, str], lst: Listener) -> None:
         raise invalid(where, rules, str(e)) from None
     _load_keystore(ctx, get)
     client_auth, where = get("ssl.client.auth", "none")
+    if lst.protocol == "SASL_SSL" and where == "ssl.client.auth":
+        # Kafka (KIP-684): on SASL_SSL listeners only the listener-prefixed setting applies
+        client_auth, where = "none", where
     if client_auth.strip().lower() not in CLIENT_AUTH:
         raise invalid(where, client_auth, "String must be one of: required, requested, none")
     lst.client_auth = client_auth.strip().lower()

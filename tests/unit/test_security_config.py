@@ -184,3 +184,11 @@ def test_pkcs12_key_and_trust_stores(certs, tmp_path):
     th.join(10)
     srv.close()
     assert (("commonName", "client"),) in got["peer"]
+
+
+def test_client_auth_on_sasl_ssl_only_with_the_listener_prefix(certs):
+    base = {"listeners": "SASL_SSL://127.0.0.1:0", "ssl.keystore.type": "PEM", "ssl.keystore.location": str(certs.server),
+            "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca), "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN}
+    assert load(**base, **{"ssl.client.auth": "required"}).listeners[0].client_auth == "none"
+    assert load(**base, **{"listener.name.sasl_ssl.ssl.client.auth": "required"}).listeners[0].client_auth == "required"
