@@ -19,6 +19,8 @@ from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
 from minikafka.protocol import records as rec
+from minikafka.storage.checkpoint import META_PROPERTIES
+from .features import TRANSACTION_VERSION, FinalizedFeatures
 
 log = logging.getLogger("minikafka.broker")
 
@@ -92,6 +94,7 @@ class Broker:
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
+        self.features = None  # FinalizedFeatures (transaction.version, ...), read or made in load()
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
         self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
@@ -100,7 +103,21 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
     def load(self) -> None:
+        in_use = os.path.exists(os.path.join(self.config.log_dir, META_PROPERTIES))
         self.logs.load()
+        self.features = FinalizedFeatures.load(self.config.log_dir)
+        if self.features is None:
+            if in_use:
+                # a data dir of a minikafka from before finalized features: it ran transactions
+                # V1, and an upgraded Kafka also keeps its levels until `kafka-features upgrade`
+                self.features = FinalizedFeatures.format(self.config.log_dir, {TRANSACTION_VERSION: 1})
+                log.info("Data dir %s has no finalized features yet: finalized %s (raise them with "
+                         "`minikafka features upgrade --feature transaction.version=2`)",
+                         self.config.log_dir, self.features.describe_levels())
+            else:
+                self.features = FinalizedFeatures.format(self.config.log_dir)
+                log.info("Formatted %s with the default finalized features: %s", self.config.log_dir,
+                         self.features.describe_levels())
         self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config

@@ -110,6 +110,14 @@ class Differs:
     ours: dict
 
 
+# The finalized features of the cluster a scenario runs on, unless it says otherwise: what
+# Kafka finalizes at format time (`kafka-storage.sh format --feature`), minikafka likewise
+# (`minikafka format --feature`). transaction.version=1 is the level the first scenarios
+# were recorded with; TV2 scenarios declare {"transaction.version": 2}.
+DEFAULT_FEATURES = {"transaction.version": 1}
+TV2 = {"transaction.version": 2}
+
+
 @dataclass
 class Scenario:
     name: str                      # "area/what/variant": also the golden file's path
@@ -118,6 +126,8 @@ class Scenario:
     topics: dict = field(default_factory=lambda: {"t": Topic()})
     # broker settings (Kafka's names) for both brokers; scenarios with the same settings share one
     broker: dict = field(default_factory=dict)
+    # finalized feature levels at format time (both brokers); part of the sharing key too
+    features: dict = field(default_factory=lambda: dict(DEFAULT_FEATURES))
     # step number -> Differs: where minikafka deliberately answers otherwise (DIFFERENCES.md)
     differs: dict = field(default_factory=dict)
 
@@ -127,10 +137,10 @@ class Scenario:
 
     @property
     def config_key(self) -> tuple:
-        """Scenarios with the same key share a broker. A scenario that restarts the broker
+        """Scenarios with the same key (broker settings and finalized features) share a broker. A scenario that restarts the broker
         gets one of its own: a restart bumps leader and coordinator epochs, which would make
         the answers of the scenarios after it depend on which ran before."""
-        key = tuple(sorted(self.broker.items()))
+        key = tuple(sorted(self.broker.items())) + (("<features>", tuple(sorted(self.features.items()))),)
         if self.own_broker:
             key += (("<own broker>", self.name),)
         return key
