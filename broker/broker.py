@@ -73,11 +73,11 @@ class Metrics:
 
     def __init__(self):
         self.connections = 0
-        self.request_count = defaultdict(int)
+        self.request_count = defaultdict(int)  # (api key, version) -> requests handled
         self.observers = []
 
-    def observe_request(self, api_key: int, seconds: float) -> None:
-        self.request_count[api_key] += 1
+    def observe_request(self, api_key: int, version: int, seconds: float) -> None:
+        self.request_count[(api_key, version)] += 1
         for obs in self.observers:
             obs(api_key, seconds)
 
@@ -127,6 +127,7 @@ class Broker:
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             id_expiration_ms=cfg["transactional.id.expiration.ms"],
             offsets_partitions=cfg["offsets.topic.num.partitions"],
+            two_phase_commit=cfg["transaction.two.phase.commit.enable"],
         )
         self.txn_coordinator.load()
         # --- group coordinator: groups and offsets rebuilt from __consumer_offsets ---
@@ -365,11 +366,14 @@ class Broker:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if lg.has_ongoing_transaction(producer_id, producer_epoch):
             return ErrorCode.NONE
-        lg.producer_state.start_transaction_verification(producer_id, sequence, producer_epoch, now_ms())
+        lg.producer_state.start_transaction_verification(producer_id, sequence, producer_epoch, now_ms(),
+                                                         supports_epoch_bump=add)
         tp = (lg.topic, lg.partition)
         if add:
             try:
-                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp])
+                # what Kafka's AddPartitionsToTxnManager sends: AddPartitionsToTxn v5 (transactions V2)
+                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp],
+                                                    client_txn_version=2)
                 code = ErrorCode.NONE
             except TxnError as e:
                 code = e.code
@@ -501,6 +505,11 @@ class BrokerTxnIO:
         """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
         loads each partition with its leader epoch as the coordinator epoch)."""
         return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
+
+    def transaction_version(self) -> int:
+        """The finalized transaction.version (broker/features.py): what the coordinator's own
+        aborts follow and which record version it writes."""
+        return self.broker.features.transaction_version
 
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
         if os.environ.get("MINIKAFKA_FAULT") == point:

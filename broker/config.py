@@ -135,6 +135,7 @@ DEFS: dict[str, tuple] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (_int, 10000, _at_least(1), "How often timed-out transactions are aborted"),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (_int, 3600000, _at_least(1), "How often expired transactional ids are removed"),
     "transaction.partition.verification.enable": (_bool, True, None, "Refuse transactional writes to partitions not added to the transaction"),
+    "transaction.two.phase.commit.enable": (_bool, False, None, "Allow two-phase-commit transactions with an external coordinator (KIP-939: InitProducerId v6 enable_2pc, no timeout); keep_prepared_txn is refused as in Kafka 4.1"),
     "producer.id.expiration.ms": (_int, 86400000, _at_least(1), "Idle producer state is dropped after this"),
     "producer.id.expiration.check.interval.ms": (_int, 600000, _at_least(1), "How often idle producer state is dropped"),
     "unstable.api.versions.enable": (_bool, False, None, "Advertise API versions Kafka marks unstable"),

@@ -11,7 +11,8 @@ from minikafka.protocol.errors import ErrorCode as E
 
 
 class MemoryIO:
-    def __init__(self):
+    def __init__(self, transaction_version: int = 1):
+        self.tv = transaction_version  # the finalized transaction.version
         self.records: list[tuple[bytes, bytes | None]] = []
         self.flushed = 0
         self.next_pid = 100
@@ -48,6 +49,9 @@ class MemoryIO:
 
     def coordinator_epoch(self, state_partition) -> int:
         return 0
+
+    def transaction_version(self) -> int:
+        return self.tv
 
     def fault(self, point) -> None:
         pass
