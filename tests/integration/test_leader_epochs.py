@@ -55,8 +55,9 @@ def ofle_requests(metrics_port: int) -> int:
     """OffsetForLeaderEpoch requests the running broker process has handled."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
         text = r.read().decode()
-    m = re.search(r'kafka_network_requestmetrics_requests_total\{request="OffsetForLeaderEpoch"\} (\S+)', text)
-    return int(float(m.group(1))) if m else 0
+    # one sample per API version
+    return int(sum(float(v) for v in re.findall(
+        r'kafka_network_requestmetrics_requests_total\{request="OffsetForLeaderEpoch",version="\d+"\} (\S+)', text)))
 
 
 @pytest.fixture
