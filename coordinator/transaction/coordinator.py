@@ -398,20 +398,22 @@ class TransactionCoordinator:
         return md.producer_id, md.producer_epoch
 
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
-        """Kafka's prepareFenceProducerEpoch + abort, under the finalized transaction.version: the
-        epoch is bumped (fencing the current producer; Short.MAX_VALUE is never passed) and the
-        open transaction aborted with it; under transactions V2 the abort bumps it once more,
-        as every V2 abort does. Nobody may claim the fenced epoch afterwards (last epoch -1)."""
+        """Kafka's prepareFenceProducerEpoch + abort, under the finalized transaction.version:
+        the epoch is bumped once (fencing the current producer; Short.MAX_VALUE is never
+        passed) and the open transaction aborted with it. Under transactions V1 nobody may
+        claim the fenced epoch afterwards (last epoch -1); under V2 the bump is the abort's own
+        (Kafka 4.1 leaves it to prepareAbortOrCommit: +1, not +2, the epoch before it kept as
+        the last one, as recorded from Kafka in txn_v2/fence/*)."""
+        if supports_epoch_bump(self.io.transaction_version()):
+            await self._end_with_bump(md, False, no_partition_added=False, fencing=True)
+            return
         # Kafka bumps the epoch in memory before the append: from here on the fenced producer
         # gets PRODUCER_FENCED, also while the decision is being made durable
         if md.producer_epoch != MAX_EPOCH:
             md.producer_epoch += 1
         md.last_producer_epoch = NO_PRODUCER_EPOCH
-        if supports_epoch_bump(self.io.transaction_version()):
-            await self._end_with_bump(md, False, no_partition_added=False, fencing=True)
-        else:
-            # Kafka's endTransactionWithTV1 records client transaction version 0
-            await self._end(md, commit=False, client_txn_version=TV_0)
+        # Kafka's endTransactionWithTV1 records client transaction version 0
+        await self._end(md, commit=False, client_txn_version=TV_0)
 
     # ------------------------------------------------------------ markers
     def write_markers(self) -> float | None:

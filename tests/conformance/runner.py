@@ -193,10 +193,13 @@ class Run:
                                is_transactional=b.transactional)
 
     def topic_id(self, name: str):
-        with WireClient.to(self.target.bootstrap) as c:
-            t = _metadata(c, [name]).topics[0]
+        with WireClient.to(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
+            t = c.request(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False,
+                                  "include_topic_authorized_operations": False}).topics[0]
         if t.error_code != 0:
             raise ScenarioError(f"topic id of {name}: Metadata error {t.error_code}")
+        if t.topic_id.int == 0:
+            raise ScenarioError(f"topic id of {name}: Metadata answered no id")
         return t.topic_id
 
     # -- connections --
