@@ -172,6 +172,8 @@ class FinalizedFeatures:
         if not (lo <= level <= hi or level == 0 and lo == 0):
             return f"{prefix} Local controller {node_id} only supports versions {lo}-{hi}"
         current = self.level(name)
+        if level > current and kind != UPGRADE:
+            return f"{prefix} Can't downgrade to a newer version."
         if level < current:
             if name in NOT_DOWNGRADABLE:
                 return f"{prefix} Can't downgrade the version of this feature."

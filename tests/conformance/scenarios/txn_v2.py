@@ -389,6 +389,22 @@ SCENARIOS = [
         begin("a", ["zombie"], seq=1),
         describe_producers(),
     ]),
+    V2("txn_v2/fence/v1_transaction", "transaction.version=2 finalized, a transaction begun the V1 way "
+       "(InitProducerId v4, AddPartitionsToTxn v3, Produce v11): a stale KIP-360 InitProducerId fences and "
+       "aborts it; what the fenced and the current instance may then recover with.", [
+        init_pid("a"),
+        init_pid("b"),
+        add_partitions("b"),
+        txn_produce("b", ["x"], 0, v=11),
+        init_pid(pid=ref("a.producer_id"), epoch=ref("a.producer_epoch")),
+        await_txn("CompleteAbort"),
+        describe_txn(),
+        fetch(isolation=0),
+        init_pid(pid=ref("a.producer_id"), epoch=ref("a.producer_epoch")),
+        init_pid(pid=ref("b.producer_id"), epoch=ref("b.producer_epoch")),
+        end_txn("b", commit=True),
+        describe_txn(),
+    ]),
     V2("txn_v2/fence/timeout_aborts", "A V2 transaction older than its timeout is aborted by the coordinator "
        "with one bump; the fenced producer's EndTxn (taken for a retry: INVALID_TXN_STATE) and produce are refused.",
        broker={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}, steps=[
