@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from harness import BrokerProcess, create_topic, free_port, wait_until
+from harness import create_topic, metrics_broker, wait_until
 
 PARTITIONS = 3
 PER_PHASE = 30
@@ -28,14 +28,8 @@ PER_PHASE = 30
 
 @pytest.fixture
 def sbroker(tmp_path):
-    port = free_port()
-    b = BrokerProcess(tmp_path / "data", name="sessions-broker", overrides={"metrics.listener": f"127.0.0.1:{port}"})
-    b.metrics_port = port
-    try:
-        b.start()
+    with metrics_broker(tmp_path / "data", "sessions-broker") as b:
         yield b
-    finally:
-        b.close()
 
 
 def sessions(b) -> tuple[int, int]:
