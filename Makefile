@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 EXT     ?= $(abspath ..)/ext
 
-.PHONY: run test docker-test schema bench clean conformance-record
+.PHONY: run test docker-test schema bench bench-scale clean conformance-record
 
 # `make run` installs only the broker's dependencies (seconds); `make test` adds
 # the test clients and pyspark, `make pipeline` pyspark, to the same venv.
@@ -13,7 +13,14 @@ $(VENV)/.installed-broker: pyproject.toml
 	$(PY) -m pip install -q -e .
 	# PYTHONDONTWRITEBYTECODE is common in CI images: precompile once so every
 	# broker start does not recompile every module from source.
-	$(PY) -m compileall -q -j 0 $(VENV)/lib minikafka broker protocol storage coordinator > /dev/null || true
+	$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null || true
+	touch $@
+
+# The checkout's own modules, again whenever one changed (a start that compiles a
+# stale module from source takes ~50 ms longer; tests/conftest.py does the same).
+CODE := $(shell find minikafka broker protocol storage coordinator -name '*.py' 2>/dev/null)
+$(VENV)/.compiled: $(VENV)/.installed-broker $(CODE)
+	$(PY) -m compileall -q -j 0 minikafka broker protocol storage coordinator > /dev/null || true
 	touch $@
 
 # Everything: the test clients and the Spark pipeline.
@@ -26,7 +33,7 @@ $(VENV)/.installed-spark: $(VENV)/.installed-broker
 	touch $@
 
 # Run the broker with embedded defaults (127.0.0.1:9092, data in ./data).
-run: $(VENV)/.installed-broker
+run: $(VENV)/.compiled
 	$(PY) -m minikafka $(ARGS)
 
 # The Spark revenue job (python -m minikafka.pipeline, see README): ARGS='--topic invoices ...'.
@@ -35,7 +42,7 @@ pipeline: $(VENV)/.installed-spark
 	$(PY) -m minikafka.pipeline $(ARGS)
 
 # Everything the tests need, then the whole suite (slow tests included).
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(VENV)/.compiled
 	-$(PY) tests/java/setup_jars.py --ext $(EXT)
 	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest $(PYTEST_ARGS)
 
@@ -44,7 +51,7 @@ test: $(VENV)/.installed
 # docker.io and debootstrap (apt), Compose v2 (PyPI, in a venv), dockerd with no
 # bridge and no iptables, a base image (pulled, else built from Debian packages);
 # see tests/docker/sandbox.py. Fails if no daemon can be had.
-docker-test: $(VENV)/.installed
+docker-test: $(VENV)/.installed $(VENV)/.compiled
 	-$(PY) tests/java/setup_jars.py --ext $(EXT)
 	$(PYTHON) tests/docker/sandbox.py up
 	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest tests/docker $(PYTEST_ARGS)
@@ -58,8 +65,13 @@ schema:
 conformance-record: $(VENV)/.installed
 	cd tests && $(abspath $(PY)) -m conformance.record $(ARGS)
 
-bench: $(VENV)/.installed
+# Side by side with Apache Kafka: ARGS='--reference-bootstrap 127.0.0.1:19092' (see bench/throughput.py).
+bench: $(VENV)/.installed $(VENV)/.compiled
 	$(PY) bench/throughput.py $(ARGS)
+
+# How minikafka grows with partitions, producers, transaction size and data (README "Scale").
+bench-scale: $(VENV)/.installed $(VENV)/.compiled
+	$(PY) bench/scale.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -11,16 +11,17 @@ from collections import defaultdict
 import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from minikafka.storage.cleaner import LogCleaner
 from minikafka.storage.config import LogConfig
 from minikafka.storage.log_manager import LogManager
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
+from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
+from .fetch_session import FetchManager
 
 log = logging.getLogger("minikafka.broker")
 
@@ -90,21 +91,26 @@ class Broker:
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
+        self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event = trio.Event()
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.features = None  # FinalizedFeatures (transaction.version, ...), read or made in load()
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
-        self.log_cleaner = None  # LogCleaner for compacted topics, created in load()
+        self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
         self._flush_requests: dict = {}
         self._flush_wakeup = trio.Event()
+        # incremental fetch sessions (KIP-227), in memory only, as Kafka's
+        self.fetch_manager = FetchManager(config["max.incremental.fetch.session.cache.slots"], now_ms)
 
     # ------------------------------------------------------------ lifecycle
-    def load(self) -> None:
+    def load(self, trace=None) -> None:
         in_use = os.path.exists(os.path.join(self.config.log_dir, META_PROPERTIES))
         self.logs.load()
+        if trace is not None:
+            trace.mark("logs")
         self.features = FinalizedFeatures.load(self.config.log_dir)
         if self.features is None:
             if in_use:
@@ -118,7 +124,6 @@ class Broker:
                 self.features = FinalizedFeatures.format(self.config.log_dir)
                 log.info("Formatted %s with the default finalized features: %s", self.config.log_dir,
                          self.features.describe_levels())
-        self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
@@ -135,6 +140,8 @@ class Broker:
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
             lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
         self.group_coordinator.load(now_ms())
+        if trace is not None:
+            trace.mark("coordinators")
 
     async def start_background(self, nursery) -> None:
         """Start the background work: transaction markers (those of transactions decided
@@ -222,6 +229,11 @@ class Broker:
         """One log cleaner round: pick the filthiest compacted log, rewrite its segments in a
         worker thread (immutable segments only), swap them in here, in the log's owner."""
         cleaner = self.log_cleaner
+        if cleaner is None:
+            # made here, log.cleaner.backoff.ms after start (Kafka's cleaner threads start with the
+            # broker, but its first round comes no sooner): compaction is not on the start path
+            from minikafka.storage.cleaner import LogCleaner
+            cleaner = self.log_cleaner = LogCleaner(self.logs, self.config["log.cleaner.dedupe.buffer.size"])
         plan = cleaner.plan(now_ms())
         if plan is None:
             return
@@ -403,6 +415,33 @@ class Broker:
         self.notify_data()  # the LSO may have moved: wake read_committed long-polls
         return 0
 
+    def write_markers(self, topic: str, partition: int, markers: list[tuple[int, int, bool, int]]) -> list[int]:
+        """Append several markers ``(producer_id, producer_epoch, commit, coordinator_epoch)``
+        to one partition in one append (a round of the transaction coordinator's); each
+        one's error code. Should the partition refuse the append, each marker is written
+        alone, for its own answer."""
+        if len(markers) == 1:
+            return [self.write_marker(topic, partition, *markers[0])]
+        lg = self.get_log(topic, partition)
+        if lg is None:
+            return [int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)] * len(markers)
+        ts = now_ms()
+        batches = b"".join(rec.build_control_batch(pid, epoch, commit, coordinator_epoch, ts)
+                           for pid, epoch, commit, coordinator_epoch in markers)
+        try:
+            lg.append(batches, origin="coordinator")
+        except KafkaError as e:
+            if isinstance(e.__cause__, OSError):
+                self.log_dir_failed(e.__cause__)
+            return [self.write_marker(topic, partition, *m) for m in markers]
+        except OSError as e:
+            self.log_dir_failed(e)
+        if topic == OFFSETS_TOPIC and getattr(self, "group_coordinator", None) is not None:
+            for pid, _, commit, _ in markers:
+                self.group_coordinator.complete_transaction(partition, pid, commit)
+        self.notify_data()  # the LSO may have moved: wake read_committed long-polls
+        return [0] * len(markers)
+
     def log_dir_failed(self, error: BaseException) -> None:
         """An I/O error in the log dir. Kafka takes the dir offline, and with its only log dir
         gone halts the broker (LogManager.handleLogDirFailure, Exit.halt(1)); so does this
@@ -453,6 +492,8 @@ class BrokerTxnIO:
             topic, _, part = skip.rpartition(":")
             self.skip_marker_for.add((topic, int(part)))
         self.hold_markers_prefix = os.environ.get("MINIKAFKA_FAULT_HOLD_MARKERS") or None
+        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None
+        self.group_commit = GroupCommit(broker.log_dir_failed)
 
     def now_ms(self) -> int:
         return now_ms()
@@ -461,12 +502,24 @@ class BrokerTxnIO:
         return self.broker.producer_ids.next_id()
 
     def append_state(self, partition: int, key: bytes, value: bytes | None) -> None:
+        self._append_state(partition, rec.build_batch([rec.Record(0, now_ms(), key, value, [])]))
+
+    def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
+        """Several records, each its own batch as Kafka writes them; one append per partition."""
+        ts = now_ms()
+        by_partition: dict[int, list[bytes]] = {}
+        for partition, key, value in records:
+            by_partition.setdefault(partition, []).append(rec.build_batch([rec.Record(0, ts, key, value, [])]))
+        for partition, batches in by_partition.items():
+            self._append_state(partition, b"".join(batches))
+
+    def _append_state(self, partition: int, batches: bytes) -> None:
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         if lg is None:
             self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
             lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         try:
-            lg.append(rec.build_batch([rec.Record(0, now_ms(), key, value, [])]), origin="coordinator")
+            lg.append(batches, origin="coordinator")
         except OSError as e:
             self.broker.log_dir_failed(e)
         except KafkaError as e:
@@ -476,19 +529,27 @@ class BrokerTxnIO:
 
     async def flush_state(self, partition: int) -> None:
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        try:
-            await trio.to_thread.run_sync(lg.flush, True)
-        except OSError as e:
-            self.broker.log_dir_failed(e)
+        await self.group_commit.flush(lg, lg.log_end_offset)
 
-    def write_marker(self, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch) -> int:
-        if (topic, partition) in self.skip_marker_for:
-            log.warning("fault injection: not writing the %s marker to %s-%d (pid %d)",
-                        "COMMIT" if commit else "ABORT", topic, partition, producer_id)
-            return 0  # the coordinator believes it was written: a hanging transaction
-        if self.hold_markers_prefix is not None and topic.startswith(self.hold_markers_prefix):
-            return int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # as if the partition had no leader
-        return self.broker.write_marker(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+    def write_markers(self, markers: list[tuple[str, int, int, int, bool, int]]) -> list[int]:
+        """Markers ``(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)``;
+        those bound for one partition are one append."""
+        codes = [0] * len(markers)
+        by_partition: dict[tuple[str, int], list[int]] = {}
+        for i, (topic, partition, producer_id, _, commit, _) in enumerate(markers):
+            if (topic, partition) in self.skip_marker_for:
+                log.warning("fault injection: not writing the %s marker to %s-%d (pid %d)",
+                            "COMMIT" if commit else "ABORT", topic, partition, producer_id)
+                # codes[i] stays 0: the coordinator believes it was written, a hanging transaction
+            elif self.hold_markers_prefix is not None and topic.startswith(self.hold_markers_prefix):
+                codes[i] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # as if the partition had no leader
+            else:
+                by_partition.setdefault((topic, partition), []).append(i)
+        for (topic, partition), indexes in by_partition.items():
+            answers = self.broker.write_markers(topic, partition, [markers[i][2:] for i in indexes])
+            for i, code in zip(indexes, answers):
+                codes[i] = code
+        return codes
 
     def markers_due(self) -> None:
         self.broker._markers_due.set()
@@ -512,6 +573,6 @@ class BrokerTxnIO:
         return self.broker.features.transaction_version
 
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
-        if os.environ.get("MINIKAFKA_FAULT") == point:
+        if self.fault_point == point:
             log.error("fault injection: exiting at %s", point)
             os._exit(86)

@@ -7,10 +7,15 @@
 """
 from __future__ import annotations
 
-import argparse
-import logging
-import os
-import sys
+import time
+
+_MAIN_IMPORTED = time.perf_counter()  # the start-up trace's first mark (StartupTrace)
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import logging  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 SUBCOMMANDS = {
     "healthcheck": "minikafka.broker.tools.healthcheck",
@@ -36,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"minikafka {argv[0]}: output closed by the reader (broken pipe)", file=sys.stderr)
             rc = 1
         sys.exit(rc)
+    trace = StartupTrace()
     parser = argparse.ArgumentParser(prog="minikafka", description="A small Kafka-compatible broker.")
     parser.add_argument("--config", help="broker.properties file (Kafka property names)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -57,11 +63,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"minikafka: configuration error: {e}", file=sys.stderr)
         sys.exit(2)
 
+    trace.mark("config")
     import trio
     from minikafka.storage.log_manager import LogDirLockedError
     from .main import run
+    trace.mark("imports")
     try:
-        trio.run(run, config)
+        trio.run(run, config, trace)
     except KeyboardInterrupt:
         pass
     except LogDirLockedError as e:
@@ -75,6 +83,54 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print(f"minikafka: cannot start: {err}", file=sys.stderr)
         sys.exit(1)
+
+
+class StartupTrace:
+    """Where a start's time goes, logged once the broker is ready (DEBUG, logger
+    minikafka.startup): the interpreter's own start-up before this module ran (from the
+    process start time, to the kernel clock tick), then each phase since: config (arguments,
+    logging, broker.properties), imports (trio and the broker), logs (load and recovery of
+    every partition), coordinators (transaction and group state), listeners (bind).
+
+    While it runs, the cyclic garbage collector is off: a start allocates hundreds of
+    thousands of objects that all live on (modules, classes, logs) and collecting them
+    was ~5% of an empty start's instructions. Once ready they are frozen out of later
+    collections (gc.freeze) and the collector is on again."""
+
+    def __init__(self):
+        self.marks: list[tuple[str, float]] = [("", _MAIN_IMPORTED)]
+        gc.disable()
+
+    def mark(self, phase: str) -> None:
+        self.marks.append((phase, time.perf_counter()))
+
+    def ready(self) -> None:
+        self.mark("listeners")
+        gc.freeze()
+        gc.enable()
+        logging.getLogger("minikafka.startup").debug("%s", self.summary())
+
+    def summary(self) -> str:
+        parts = []
+        before = _seconds_since_exec()
+        if before is not None:
+            before -= time.perf_counter() - _MAIN_IMPORTED
+            parts.append(f"interpreter {before * 1000:.0f} ms")
+        for (_, t0), (phase, t1) in zip(self.marks, self.marks[1:]):
+            parts.append(f"{phase} {(t1 - t0) * 1000:.1f} ms")
+        total = self.marks[-1][1] - self.marks[0][1] + max(before or 0.0, 0.0)
+        return f"ready {total * 1000:.0f} ms after exec: " + ", ".join(parts)
+
+
+def _seconds_since_exec() -> float | None:
+    """Seconds since this process started (Linux: /proc, to the clock tick), else None."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of stat(5)
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def _first_os_error(e: BaseException) -> OSError | None:

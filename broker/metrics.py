@@ -19,6 +19,9 @@ kafka_network_requestmetrics_requests_total{request,version}           RequestMe
 kafka_network_requestmetrics_totaltime_seconds{request}                RequestMetrics TotalTimeMs as a histogram (seconds)
 kafka_coordinator_transaction_transactionalids{state}                  transactional ids known to the coordinator, per state
 kafka_server_socketservermetrics_connection_count                      open client connections
+kafka_server_fetchsessioncache_numincrementalfetchsessions             FetchSessionCache NumIncrementalFetchSessions (KIP-227)
+kafka_server_fetchsessioncache_numincrementalfetchpartitionscached     FetchSessionCache NumIncrementalFetchPartitionsCached
+kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total  FetchSessionCache IncrementalFetchSessionEvictionsPerSec (count)
 kafka_log_logflushstats_logflushes_total                               LogFlushStats LogFlushRateAndTimeMs (count): fsync passes
 kafka_log_logflushstats_logflushtime_seconds_total                     LogFlushStats LogFlushRateAndTimeMs (time spent)
 =====================================================================  =========================================================
@@ -195,6 +198,20 @@ class BrokerCollector:
         g = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count", "Open client connections")
         g.add_metric([], broker.metrics.connections)
         yield g
+
+        cache = broker.fetch_manager.cache
+        g = GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
+                              "Incremental fetch sessions (KIP-227) in the cache")
+        g.add_metric([], cache.num_sessions)
+        yield g
+        g = GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+                              "Partitions held by those sessions")
+        g.add_metric([], cache.num_partitions)
+        yield g
+        c = CounterMetricFamily("kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+                                "Sessions evicted to make room for new ones")
+        c.add_metric([], cache.evictions)
+        yield c
 
         flushes = CounterMetricFamily("kafka_log_logflushstats_logflushes", "fsync passes over a log's unflushed data")
         flushes.add_metric([], FLUSH_STATS.count)

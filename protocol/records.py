@@ -10,7 +10,6 @@ never decodes records. Record encoding/decoding (:func:`build_batch`,
 from __future__ import annotations
 
 import enum
-import gzip
 import struct
 import time
 from typing import Iterable, Iterator, NamedTuple, Sequence
@@ -462,6 +461,7 @@ def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     if codec == Compression.NONE:
         return data
     if codec == Compression.GZIP:
+        import gzip  # (codecs are imported on first use, none on the broker's start path)
         return gzip.compress(data, compresslevel=6 if level is None or level < 0 else level, mtime=0)
     if codec == Compression.SNAPPY:
         return _snappy_compress(data)
@@ -478,6 +478,7 @@ def decompress(codec: int, data) -> bytes:
         return bytes(data)
     try:
         if codec == Compression.GZIP:
+            import gzip
             return gzip.decompress(bytes(data))
         if codec == Compression.SNAPPY:
             return _snappy_decompress(data)

@@ -21,7 +21,7 @@ import os
 import struct
 import uuid as uuidlib
 
-from construct import Construct, Float64b, Flag, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
+from construct import Construct, Float64b, Flag, FormatField, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
 from construct.core import StreamError, stream_read, stream_write
 
 _SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.json")
@@ -233,11 +233,19 @@ class KStruct(Construct):
         self.tagged = sorted(tagged, key=lambda f: f.tag) if tagged is not None else None
         self.by_tag = {f.tag: f for f in (tagged or [])}
         self.absent = absent
+        self.steps = _steps(fields)
 
     def _parse(self, stream, context, path):
         out = Msg()
-        for f in self.fields:
-            out[f.name] = f.con._parse(stream, context, path)
+        for run, f in self.steps:
+            if run is None:
+                out[f.name] = f.con._parse(stream, context, path)
+                continue
+            data = stream.read(run.size)
+            if len(data) != run.size:
+                raise SchemaError(f"truncated: wanted {run.size} bytes, got {len(data)}")
+            for name, v in zip(run.names, run.unpack(data)):
+                out[name] = v
         for f in self.absent:
             out[f.name] = f.make_default()
         if self.tagged is not None:
@@ -255,11 +263,18 @@ class KStruct(Construct):
 
     def _build(self, obj, stream, context, path):
         get = obj.get
-        for f in self.fields:
-            v = get(f.name)
-            if v is None and not f.nullable and f.default is not None:
-                v = f.make_default()
-            f.con._build(v, stream, context, path)
+        for run, f in self.steps:
+            if run is None:
+                v = get(f.name)
+                if v is None and not f.nullable and f.default is not None:
+                    v = f.make_default()
+                f.con._build(v, stream, context, path)
+                continue
+            vals = []
+            for name, default in run.items:
+                v = get(name)
+                vals.append(default if v is None else v)
+            stream.write(run.pack(*vals))
         if self.tagged is not None:
             items = []
             for f in self.tagged:
@@ -281,6 +296,46 @@ class KStruct(Construct):
         for f in self.fields + self.absent + (self.tagged or []):
             out[f.name] = f.make_default()
         return out
+
+
+class _Run:
+    """Consecutive fixed-size primitive fields of a struct, packed and unpacked with one
+    struct.Struct (a Fetch answer has thousands of partitions of six such fields each)."""
+
+    __slots__ = ("items", "names", "size", "pack", "unpack")
+
+    def __init__(self, fields: list[Field], codes: str):
+        st = struct.Struct(">" + codes)
+        self.items = [(f.name, f.default) for f in fields]
+        self.names = [f.name for f in fields]
+        self.size, self.pack, self.unpack = st.size, st.pack, st.unpack
+
+
+def _code(con) -> str | None:
+    """The struct code of a fixed-size primitive construct, None for anything else."""
+    if con is Flag:
+        return "?"
+    if isinstance(con, FormatField):
+        return con.fmtstr.lstrip("<>=!")
+    return None
+
+
+def _steps(fields: list[Field]) -> list[tuple]:
+    """(run, None) for each run of primitive fields, (None, field) for any other field, in order."""
+    steps, pending, codes = [], [], ""
+    for f in fields:
+        code = _code(f.con)
+        if code is not None and not f.nullable:
+            pending.append(f)
+            codes += code
+            continue
+        if pending:
+            steps.append((_Run(pending, codes), None))
+            pending, codes = [], ""
+        steps.append((None, f))
+    if pending:
+        steps.append((_Run(pending, codes), None))
+    return steps
 
 
 class NullableStruct(Construct):
@@ -450,7 +505,12 @@ class ChunkWriter:
     Fetch responses carry megabytes of records; writing them into a BytesIO and
     then prefixing the frame size would copy them three times. Here small writes
     gather in a bytearray and a large one becomes its own chunk, so the frame is
-    assembled with one join.
+    sent chunk by chunk without being assembled.
+
+    A ``records`` value may also be a deferred region of a file (an object with
+    ``len()`` and ``read()``, storage's FileSlice): a large one stays a chunk for the
+    server to send from the file itself (sendfile); a small one is read in here, where
+    one more syscall per chunk would cost more than the copy.
     """
 
     LARGE = 16384
@@ -470,7 +530,10 @@ class ChunkWriter:
                 self.buf = bytearray()
             self.chunks.append(data)
         else:
-            self.buf += data
+            try:
+                self.buf += data
+            except TypeError:  # a small deferred region
+                self.buf += data.read()
         self.size += n
         return n
 
@@ -554,8 +617,9 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     return struct.pack(">i", len(payload)) + payload
 
 
-def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
-    """A whole response frame, size prefix included."""
+def encode_response_parts(api_key: int, version: int, correlation_id: int, body: dict) -> list:
+    """A whole response frame, size prefix included, as the chunks to send in order: bytes-like
+    objects and large deferred file regions (see ChunkWriter)."""
     out = ChunkWriter()
     flexible_header = response_header_version(api_key, version) >= 1
     out.write(b"\x00" * (9 if flexible_header else 8))  # size + header, patched below
@@ -566,7 +630,15 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: dict)
         struct.pack_into(">iib", head, 0, out.size - 4, correlation_id, 0)
     else:
         struct.pack_into(">ii", head, 0, out.size - 4, correlation_id)
-    return b"".join(parts) if len(parts) > 1 else bytes(head)
+    return parts
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: dict) -> bytes:
+    """A whole response frame, size prefix included, as one bytes object."""
+    parts = encode_response_parts(api_key, version, correlation_id, body)
+    if len(parts) == 1:
+        return bytes(parts[0])
+    return b"".join(p if isinstance(p, (bytes, bytearray, memoryview)) else p.read() for p in parts)
 
 
 def decode_response(api_key: int, version: int, frame: bytes):

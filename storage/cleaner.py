@@ -349,18 +349,20 @@ def delete_cleaned_files(dir_path: str, base: int) -> None:
         _unlink(p + SWAP_SUFFIX)
 
 
-def complete_interrupted_swaps(dir_path: str) -> list[int]:
+def complete_interrupted_swaps(dir_path: str, names: list[str] | None = None) -> list[int]:
     """Finish swaps that a crash interrupted after their commit point (``<base>.log.swap``
     exists, so the cleaned segment and its indexes are complete and synced): delete the
     replaced segments (every other segment file whose base offset lies inside the swap's
     offset range) and give the ``.swap`` files their final names. Returns the base offsets
     of the segments swapped in (the caller re-validates them). Earlier leftovers
     (``.cleaned``, index ``.swap`` without a log ``.swap``) are left for the caller's
-    stray-file sweep. Kafka's ``LogLoader`` does the same with its ``.swap`` files."""
-    try:
-        names = os.listdir(dir_path)
-    except FileNotFoundError:
-        return []
+    stray-file sweep. Kafka's ``LogLoader`` does the same with its ``.swap`` files.
+    ``names``: the directory's listing, if the caller has it."""
+    if names is None:
+        try:
+            names = os.listdir(dir_path)
+        except FileNotFoundError:
+            return []
     swap_name = LOG_SUFFIX + SWAP_SUFFIX
     bases = sorted(int(n[:20]) for n in names
                    if n.endswith(swap_name) and len(n) == 20 + len(swap_name) and n[:20].isdigit())

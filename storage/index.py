@@ -9,6 +9,11 @@ Unlike Kafka we do not preallocate and mmap the files: entries are appended
 with ``os.write`` (so the file is always exactly ``entries * entry_size``
 bytes) and mirrored in memory in ``array`` objects, so lookups are a bisect
 and never touch the disk.
+
+As Kafka's ``LazyIndex``, the index of a segment that start-up did not need to
+recover is read on first use (:meth:`_IndexFile.defer_load`): a start opens no
+index file of the segments it trusts. A file found corrupt then is rebuilt
+from the log by the segment (``on_corrupt``).
 """
 from __future__ import annotations
 
@@ -17,8 +22,11 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left, bisect_right
+from itertools import islice
+from operator import gt, lt
+from typing import Callable
 
-from minikafka.storage.checkpoint import fsync_fd_or_path
+from minikafka.storage.checkpoint import fsync_fd_or_path, read_file
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -37,15 +45,48 @@ def _be_array(typecode: str, data: bytes) -> array:
     return a
 
 
+def _strictly_increasing(a) -> bool:
+    """Compared in C: the sanity check of a million-entry index costs milliseconds."""
+    return all(map(lt, a, islice(a, 1, None)))
+
+
+def _not_decreasing(a) -> bool:
+    return not any(map(gt, a, islice(a, 1, None)))
+
+
 class _IndexFile:
-    """Append-only file with an fd opened lazily."""
+    """Append-only file with an fd opened lazily, and its entries in memory (``_ARRAYS``),
+    read on first use once :meth:`defer_load` was called."""
 
     entry_size = 0
+    _ARRAYS: tuple[str, ...] = ()
 
     def __init__(self, path: str, base_offset: int):
         self.path = path
         self.base_offset = base_offset
         self._fd: int | None = None
+        self._deferred: Callable[[], None] | None = None
+
+    def defer_load(self, load: Callable[[], None]) -> None:
+        """Read the file when its entries are first needed: ``load`` (which reads them,
+        sanity check and rebuild included, and must be safe to call from two threads at
+        once) runs then, not now."""
+        for name in self._ARRAYS:
+            self.__dict__.pop(name, None)
+        self._deferred = load
+
+    @property
+    def loaded(self) -> bool:
+        return self._deferred is None
+
+    def __getattr__(self, name):
+        # only called for attributes not set: the entry arrays of an index not read yet
+        # (``load`` serializes concurrent first uses and clears ``_deferred`` once they are set)
+        deferred = self.__dict__.get("_deferred")
+        if deferred is not None and name in self._ARRAYS:
+            deferred()
+            return self.__dict__[name]
+        raise AttributeError(name)
 
     def _write(self, data: bytes) -> None:
         if self._fd is None:
@@ -88,6 +129,7 @@ class OffsetIndex(_IndexFile):
     """Maps offsets to file positions (Kafka's ``OffsetIndex``)."""
 
     entry_size = 8
+    _ARRAYS = ("_rel", "_pos")
 
     def __init__(self, path: str, base_offset: int, max_entries: int = 1310720):
         super().__init__(path, base_offset)
@@ -128,11 +170,9 @@ class OffsetIndex(_IndexFile):
         multiple of 8, relative offsets >= 0 and strictly increasing, positions
         increasing and inside the log file.
         """
-        try:
-            with open(self.path, "rb", buffering=0) as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise CorruptIndexError(f"Index file {self.path} is missing") from None
+        data = read_file(self.path)
+        if data is None:
+            raise CorruptIndexError(f"Index file {self.path} is missing")
         if len(data) % self.entry_size:
             raise CorruptIndexError(f"Index file {self.path} is corrupt, found {len(data)} bytes which is "
                                     f"neither positive nor a multiple of {self.entry_size}")
@@ -142,9 +182,10 @@ class OffsetIndex(_IndexFile):
             if rel[0] < 0 or pos[0] < 0 or pos[-1] >= max(log_size, 1):
                 raise CorruptIndexError(f"Index file {self.path} has entries outside the segment "
                                         f"(first relative offset {rel[0]}, last position {pos[-1]}, log size {log_size})")
-            if any(a >= b for a, b in zip(rel, rel[1:])) or any(a >= b for a, b in zip(pos, pos[1:])):
+            if not (_strictly_increasing(rel) and _strictly_increasing(pos)):
                 raise CorruptIndexError(f"Index file {self.path} is not strictly increasing")
         self._rel, self._pos = rel, pos
+        self._deferred = None
 
     # -- mutation ------------------------------------------------------------
     def append(self, offset: int, position: int) -> None:
@@ -178,6 +219,7 @@ class OffsetIndex(_IndexFile):
         """Drop all entries (before a rebuild)."""
         self._rel = array("i")
         self._pos = array("i")
+        self._deferred = None
         self._rewrite(b"")
 
     def write_all(self, entries: list[tuple[int, int]]) -> None:
@@ -191,6 +233,24 @@ class OffsetIndex(_IndexFile):
             inter.byteswap()
         self._rewrite(inter.tobytes())
         self._rel, self._pos = rel, pos
+        self._deferred = None
+
+    def replace_tail(self, keep: int, entries: list[tuple[int, int]]) -> None:
+        """Make the entries after the first ``keep`` be ``[(offset, position), ...]`` (a
+        recovery scan's result), writing only where the file differs: a recovery that finds
+        the index right writes nothing."""
+        same = 0
+        rel, pos = self._rel, self._pos
+        n = len(rel)
+        base = self.base_offset
+        while (same < len(entries) and keep + same < n and rel[keep + same] == entries[same][0] - base
+               and pos[keep + same] == entries[same][1]):
+            same += 1
+        if same == len(entries) and keep + same == n:
+            return
+        self.truncate_entries(keep + same)
+        for offset, position in entries[same:]:
+            self.append(offset, position)
 
     # -- lookup --------------------------------------------------------------
     def fetch_upper_bound_offset(self, position: int) -> int | None:
@@ -222,6 +282,7 @@ class TimeIndex(_IndexFile):
     """Maps timestamps to offsets (Kafka's ``TimeIndex``): entries are the running max timestamp."""
 
     entry_size = 12
+    _ARRAYS = ("_ts", "_rel")
 
     def __init__(self, path: str, base_offset: int, max_entries: int = 873813):
         super().__init__(path, base_offset)
@@ -252,30 +313,25 @@ class TimeIndex(_IndexFile):
     def load(self, max_offset: int | None = None) -> None:
         """Read and sanity check (size multiple of 12, timestamps and offsets increasing,
         relative offsets >= 0 and, when known, not beyond ``max_offset``)."""
-        try:
-            with open(self.path, "rb", buffering=0) as f:
-                data = f.read()
-        except FileNotFoundError:
-            raise CorruptIndexError(f"Time index file {self.path} is missing") from None
+        data = read_file(self.path)
+        if data is None:
+            raise CorruptIndexError(f"Time index file {self.path} is missing")
         if len(data) % self.entry_size:
             raise CorruptIndexError(f"Time index file {self.path} is corrupt, found {len(data)} bytes which is "
                                     f"neither positive nor a multiple of {self.entry_size}")
-        n = len(data) // 12
-        ts = array("q")
-        rel = array("q")
-        if n:
-            # unpack 12-byte entries; iter_unpack is C-speed
-            for t, r in _TIME_ENTRY.iter_unpack(data):
-                ts.append(t)
-                rel.append(r)
+        entries = list(_TIME_ENTRY.iter_unpack(data))
+        ts = array("q", [t for t, _ in entries])
+        rel = array("q", [r for _, r in entries])
+        if entries:
             if rel[0] < 0:
                 raise CorruptIndexError(f"Time index file {self.path} has a negative relative offset")
             if max_offset is not None and self.base_offset + rel[-1] > max_offset:
                 raise CorruptIndexError(f"Time index file {self.path} points beyond the segment "
                                         f"(offset {self.base_offset + rel[-1]} > {max_offset})")
-            if any(a >= b for a, b in zip(ts, ts[1:])) or any(a > b for a, b in zip(rel, rel[1:])):
+            if not (_strictly_increasing(ts) and _not_decreasing(rel)):
                 raise CorruptIndexError(f"Time index file {self.path} is not increasing")
         self._ts, self._rel = ts, rel
+        self._deferred = None
 
     def maybe_append(self, timestamp: int, offset: int) -> bool:
         """Append if ``timestamp`` is larger than the last entry's (Kafka's ``maybeAppend``)."""
@@ -306,13 +362,31 @@ class TimeIndex(_IndexFile):
     def reset(self) -> None:
         self._ts = array("q")
         self._rel = array("q")
+        self._deferred = None
         self._rewrite(b"")
 
     def write_all(self, entries: list[tuple[int, int]]) -> None:
         """Replace the index with ``[(timestamp, offset), ...]``."""
         self._ts = array("q", (t for t, _ in entries))
         self._rel = array("q", (o - self.base_offset for _, o in entries))
+        self._deferred = None
         self._rewrite(b"".join(_TIME_ENTRY.pack(t, o - self.base_offset) for t, o in entries))
+
+    def replace_tail(self, keep: int, entries: list[tuple[int, int]]) -> None:
+        """Make the entries after the first ``keep`` be ``[(timestamp, offset), ...]``,
+        writing only where the file differs (see :meth:`OffsetIndex.replace_tail`)."""
+        same = 0
+        ts, rel = self._ts, self._rel
+        n = len(ts)
+        base = self.base_offset
+        while (same < len(entries) and keep + same < n and ts[keep + same] == entries[same][0]
+               and rel[keep + same] == entries[same][1] - base):
+            same += 1
+        if same == len(entries) and keep + same == n:
+            return
+        self.truncate_entries(keep + same)
+        for t, offset in entries[same:]:
+            self.maybe_append(t, offset)
 
     def lookup(self, target_timestamp: int) -> tuple[int, int]:
         """Largest entry with timestamp <= target: ``(timestamp, offset)``; ``(-1, base_offset)`` if none."""

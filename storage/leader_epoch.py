@@ -15,15 +15,15 @@ File format (Kafka's, version 0)::
     ...
 
 Durability: changes are written at once (temp file + rename; the cuts a load makes
-wait for the next ``assign``, which comes before any append) and fsynced by
-``flush``, which the log calls before it makes data durable, so the file never
-lacks an epoch of data that survives a crash. Data that was not flushed is
-recovered batch by batch on an unclean load, which re-reads the epochs stamped on
-it (Kafka's LogSegment.recover), and every load cuts the cache to the recovered
-log (``truncate_from_end(LEO)``, ``truncate_from_start(log start offset)``), so a
-file with entries too many is repaired. (Kafka fsyncs each new entry at once; a
-start here makes the new entries of all partitions durable together, in parallel:
-minikafka.storage.log_manager.)
+and the epoch a start makes current wait for the log's next ``assign``, which comes
+before any append) and fsynced by ``flush``, which the log calls before it makes
+data durable, so the file never lacks an epoch of data that survives a crash. Data
+that was not flushed is recovered batch by batch on an unclean load, which re-reads
+the epochs stamped on it (Kafka's LogSegment.recover), and every load cuts the cache
+to the recovered log (``truncate_from_end(LEO)``, ``truncate_from_start(log start
+offset)``), so a file with entries too many is repaired. (Kafka writes and fsyncs
+each new entry at once, so a restart writes one file per partition; here a start
+writes none: minikafka.storage.log_manager.)
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import logging
 import os
 from bisect import bisect_left, bisect_right
 
-from minikafka.storage.checkpoint import fsync_dir, fsync_path
+from minikafka.storage.checkpoint import fsync_dir, fsync_path, read_file
 
 log = logging.getLogger("minikafka.storage")
 
@@ -51,10 +51,10 @@ class LeaderEpochCheckpointFile:
         """The entries, or None when the file is missing or malformed (the caller rebuilds
         the cache from the epochs stamped on the log's batches)."""
         try:
-            with open(self.path, "r", encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except FileNotFoundError:
-            return None
+            data = read_file(self.path)
+            if data is None:
+                return None
+            lines = data.decode("utf-8", "replace").splitlines()
         except OSError as e:
             log.warning("Cannot read %s (%s); rebuilding the leader epoch cache from the log", self.path, e)
             return None
@@ -138,12 +138,16 @@ class LeaderEpochFileCache:
         return self._epochs[i - 1] if i else None
 
     # ------------------------------------------------------------------ changes
-    def assign(self, epoch: int, start_offset: int) -> bool:
+    def assign(self, epoch: int, start_offset: int, write: bool = True) -> bool:
         """Record that ``epoch`` starts at ``start_offset``; entries that would break the
-        ordering (a later epoch, or one starting at or after it) are dropped, as Kafka does."""
+        ordering (a later epoch, or one starting at or after it) are dropped, as Kafka does.
+        ``write=False`` (a start making every partition's new epoch current) leaves the file
+        behind: the log writes it before the first batch of the epoch (no epoch of data is
+        ever missing from the file), and an epoch in which nothing is written never needs
+        it (the next load cuts such an entry anyway)."""
         changed = self._assign(epoch, start_offset)
         if changed or self._file_behind:
-            self._write()
+            self._changed(write)
         return changed
 
     def assign_all(self, entries: list[tuple[int, int]]) -> None:

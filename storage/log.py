@@ -37,20 +37,21 @@ from typing import Callable, NamedTuple
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
+from minikafka.storage.file_slice import FileSlice
 from minikafka.storage.config import COMPRESSION_CODECS, LogConfig
-from minikafka.storage.cleaner import complete_interrupted_swaps
 from minikafka.storage.index import CorruptIndexError
 from minikafka.storage.leader_epoch import LeaderEpochFileCache
 from minikafka.storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from minikafka.storage.transaction_index import AbortedTxn
 from minikafka.storage.validator import validate_client_batch, validate_records
-from minikafka.storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SNAPSHOT_SUFFIX,
-                             SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
+from minikafka.storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, END_OF_SEGMENT, INDEX_SUFFIX, LOG_SUFFIX,
+                                       SNAPSHOT_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
 log = logging.getLogger("minikafka.storage")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
+_LOG_SWAP = LOG_SUFFIX + SWAP_SUFFIX  # a cleaner swap a crash interrupted
 
 
 class FlushStats:
@@ -81,7 +82,8 @@ class AppendResult(NamedTuple):
 
 class ReadResult(NamedTuple):
     """What a fetch reads from one partition (Kafka's ``FetchDataInfo`` with the log's offsets)."""
-    records: bytes             # a slice of one segment file: whole batches, possibly a cut one at the end
+    slice: FileSlice | None    # a slice of one segment file: whole batches, possibly a cut one at the
+                               # end; sent from the file as it is (None: no records)
     high_watermark: int
     log_start_offset: int
     last_stable_offset: int
@@ -91,6 +93,11 @@ class ReadResult(NamedTuple):
                                  # abortedTransactions; None where Kafka has none to give)
     first_entry_incomplete: bool = False  # without min_one, the size limit cut the first batch:
                                           # Kafka's fetch then answers no records (and no list)
+
+    @property
+    def records(self) -> bytes:
+        """The slice's bytes, read now (the fetch path sends the slice without reading it)."""
+        return self.slice.read() if self.slice is not None else b""
 
     @property
     def next_offset(self) -> int:
@@ -128,13 +135,18 @@ class UnifiedLog:
         self.on_flush_needed: Callable[["UnifiedLog", int], None] | None = None
         # called (with the log) when the log start offset advances, so it can be checkpointed
         self.on_log_start_offset_change: Callable[["UnifiedLog"], None] | None = None
-        self.producer_state = ProducerStateManager(dir_path, topic, partition)
+        self.producer_state = ProducerStateManager(dir_path, topic, partition, snapshots=[])  # listed by _load
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
         self._last_flush_ms = int(time.time() * 1000)
         self._flush_lock = threading.Lock()  # one fsync pass at a time; the recovery point only grows
         self._closed = False
-        os.makedirs(dir_path, exist_ok=True)
+        try:
+            os.mkdir(dir_path)
+        except FileExistsError:
+            pass  # loading an existing log (the usual case: no makedirs walk)
+        except FileNotFoundError:
+            os.makedirs(dir_path, exist_ok=True)
         if topic_id is not None:
             stored = read_partition_metadata(dir_path)
             if stored != topic_id:
@@ -210,14 +222,26 @@ class UnifiedLog:
 
     # ------------------------------------------------------------------ loading / recovery
     def _load(self, had_clean_shutdown: bool) -> None:
-        """Open the segments, recovering what may be damaged (Kafka's ``LogLoader``)."""
+        """Open the segments, recovering what may be damaged (Kafka's ``LogLoader``).
+
+        What is read depends on what can be trusted. After a clean shutdown: the active
+        segment's tail, from its last offset index entry (where its log end offset is found).
+        After an unclean one: everything from the recovery point on, that is from the last
+        index entry at or below it in its segment, and every later segment whole. Other
+        segments are opened without reading anything: their indexes are read on first use."""
         bases = []
         present: dict[int, set[str]] = {}
+        snapshots = []
         # a cleaner swap interrupted after its commit point is completed; its segments are re-validated
-        swapped = set(complete_interrupted_swaps(self.dir))
-        for fname in os.listdir(self.dir):
-            path = os.path.join(self.dir, fname)
+        names = os.listdir(self.dir)
+        swapped = set()
+        if any(n.endswith(_LOG_SWAP) for n in names):
+            from minikafka.storage.cleaner import complete_interrupted_swaps  # (compaction's, rarely needed)
+            swapped = set(complete_interrupted_swaps(self.dir, names))
+            names = os.listdir(self.dir)
+        for fname in names:
             if fname.endswith(_TMP_SUFFIXES) or fname.endswith(SWAP_SUFFIX):
+                path = os.path.join(self.dir, fname)
                 log.warning("Deleting stray file %s", path)
                 _unlink(path)
                 continue
@@ -225,6 +249,9 @@ class UnifiedLog:
             if not m:
                 continue
             base, suffix = int(m.group(1)), m.group(2)
+            if suffix == SNAPSHOT_SUFFIX:
+                snapshots.append(base)
+                continue
             present.setdefault(base, set()).add(suffix)
             if suffix == LOG_SUFFIX:
                 bases.append(base)
@@ -237,42 +264,53 @@ class UnifiedLog:
         bases.sort()
         kw = self._segment_kwargs()
         segments = [LogSegment(self.dir, b, **kw) for b in bases]
-        recovered: list[LogSegment] = []  # segments validated batch by batch (their epochs are re-read)
+        recovered: list[LogSegment] = []  # segments scanned batch by batch (their epochs are re-read)
 
         if segments:
             # segments that may hold unflushed data after an unclean shutdown: from the one holding the
-            # recovery point onward (Kafka's "unflushed" segments)
+            # recovery point onward (Kafka's "unflushed" segments); within that one, from the recovery point
             if had_clean_shutdown:
-                first_unflushed = len(segments) - 1
+                first_unflushed, trusted_below = len(segments) - 1, END_OF_SEGMENT
             else:
                 first_unflushed = max(0, bisect_right(bases, self.recovery_point) - 1)
+                trusted_below = self.recovery_point
             i = 0
             while i < len(segments):
                 seg = segments[i]
                 is_last = i == len(segments) - 1
                 truncated = 0
+                missing = [s for s in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) if s not in present[seg.base_offset]]
                 if seg.base_offset in swapped:
                     truncated = seg.recover()
                     recovered.append(seg)
-                elif i >= first_unflushed and not had_clean_shutdown:
-                    log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
-                             i - first_unflushed, len(segments) - first_unflushed, self.name)
-                    missing = self._missing_index_files(seg)
-                    if missing:
-                        log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path, ", ".join(missing))
-                    truncated = seg.recover()
+                elif missing:
+                    log.warning("Rebuilding index files for %s (missing: %s)", seg.log_path,
+                                ", ".join(seg.log_path[:-len(LOG_SUFFIX)] + s for s in missing))
+                    truncated = seg.recover(rebuild=True)
                     recovered.append(seg)
-                else:
+                elif i < first_unflushed:
+                    seg.defer_indexes()  # trusted: nothing read now
+                elif i == first_unflushed:
+                    if is_last:
+                        seg.open_for_append()  # (the scan reads through the log's own descriptor)
+                    if not had_clean_shutdown:
+                        # Kafka's line; the scan starts at the recovery point's batch, not at position 0
+                        log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
+                                 0, len(segments) - first_unflushed, self.name)
                     try:
                         seg.load_indexes()
-                        if is_last:
-                            # always validate the active segment's tail, from the last index entry
-                            truncated = seg.recover(from_last_index_entry=True)
                     except CorruptIndexError as e:
                         log.warning("Rebuilding index files for %s: %s", seg.log_path, e)
-                        truncated = seg.recover()
-                        recovered.append(seg)
-                if not is_last:
+                        truncated = seg.recover(rebuild=True)
+                    else:
+                        truncated = seg.recover(from_offset=trusted_below)
+                    recovered.append(seg)
+                else:
+                    log.info("Recovering unflushed segment %d. %d/%d recovered for %s.", seg.base_offset,
+                             i - first_unflushed, len(segments) - first_unflushed, self.name)
+                    truncated = seg.recover()
+                    recovered.append(seg)
+                if not is_last and seg in recovered:
                     seg.on_become_inactive()
                 if truncated and not is_last:
                     # like Kafka: data after a corrupt batch in a non-final segment is not trusted
@@ -297,9 +335,10 @@ class UnifiedLog:
         self.high_watermark = self.next_offset
         self.recovery_point = min(self.recovery_point, self.next_offset)
         # aborted-txn entries for markers beyond a truncated tail must go
-        self.active_segment.txn_index.truncate_to(self.next_offset)
+        if TXN_INDEX_SUFFIX in present.get(self.active_segment.base_offset, ()):
+            self.active_segment.txn_index.truncate_to(self.next_offset)
         self._load_leader_epochs(recovered)
-        self._rebuild_producer_state()
+        self._rebuild_producer_state(sorted(snapshots))
 
     def _load_leader_epochs(self, recovered: list[LogSegment]) -> None:
         """Kafka's LogLoader: the epochs stamped on recovered batches are added to the cache
@@ -308,14 +347,16 @@ class UnifiedLog:
         an epoch in which nothing was written) and before the log start offset go."""
         cache = self.leader_epoch_cache
         found = []
-        for seg in (recovered if cache.loaded_from_file else self.segments):
-            if seg not in self.segments:
-                continue  # deleted after corruption in an earlier segment
-            for bp in seg.iter_batches():
-                epoch = bp.header.partition_leader_epoch
+        if cache.loaded_from_file:
+            scanned = [seg.scan_epochs for seg in recovered if seg in self.segments]
+        else:
+            scanned = [[(bp.header.partition_leader_epoch, bp.header.base_offset) for bp in seg.iter_batches()]
+                       for seg in self.segments]
+        for epochs in scanned:
+            for epoch, base in epochs:
                 latest = found[-1][0] if found else cache.latest_epoch
                 if epoch >= 0 and (latest is None or epoch > latest):
-                    found.append((epoch, bp.header.base_offset))
+                    found.append((epoch, base))
         if found:
             log.info("Partition %s: leader epochs from the log's batches: %s", self.name, found)
             cache.assign_all(found)
@@ -323,11 +364,12 @@ class UnifiedLog:
         cache.truncate_from_end(self.next_offset, write=False)
         cache.truncate_from_start(self.log_start_offset, write=False)
 
-    def become_leader(self, epoch: int) -> None:
+    def become_leader(self, epoch: int, write: bool = True) -> None:
         """This broker leads the partition from now on in ``epoch`` (Kafka's ``makeLeader``):
-        appended batches carry it and it starts at the log end offset in the epoch cache."""
+        appended batches carry it and it starts at the log end offset in the epoch cache
+        (whose file, with ``write=False``, is written before the epoch's first batch)."""
         self.leader_epoch = epoch
-        self.leader_epoch_cache.assign(epoch, self.next_offset)
+        self.leader_epoch_cache.assign(epoch, self.next_offset, write)
 
     def leader_epoch_of_offset(self, offset: int) -> int:
         """The partition leader epoch stamped on the batch holding ``offset`` (-1 if none)."""
@@ -336,10 +378,6 @@ class UnifiedLog:
             return -1
         bp = self.segments[i].translate_offset(offset)
         return bp.header.partition_leader_epoch if bp is not None and bp.header.partition_leader_epoch >= 0 else -1
-
-    @staticmethod
-    def _missing_index_files(seg: LogSegment) -> list[str]:
-        return [p for p in (seg.offset_index.path, seg.time_index.path) if not os.path.exists(p)]
 
     def _add_segment(self, base_offset: int) -> LogSegment:
         seg = LogSegment(self.dir, base_offset, create=True, **self._segment_kwargs())
@@ -524,7 +562,7 @@ class UnifiedLog:
             max_offset = hw
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
-            return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
+            return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
         # where max_offset's batch sits: the readable part ends there (Kafka's maxOffsetMetadata)
         max_base, max_position = self._offset_position(max_offset)
         segments = self.segments
@@ -540,11 +578,11 @@ class UnifiedLog:
             r = seg.read(fetch_offset, max_bytes, limit, min_one)
             if r is not None:
                 aborted = self._aborted_for_read(fetch_offset, i, r) if include_aborted else None
-                return ReadResult(r.data, hw, self.log_start_offset, lso, leo, fetch_offset, aborted,
+                return ReadResult(r.records, hw, self.log_start_offset, lso, leo, fetch_offset, aborted,
                                   r.first_entry_incomplete)
             i += 1  # nothing at or after fetch_offset in this segment
         # every batch from fetch_offset on is gone (Kafka: empty, without aborted transactions)
-        return ReadResult(b"", hw, self.log_start_offset, lso, leo, fetch_offset)
+        return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset)
 
     def _offset_position(self, offset: int) -> tuple[int, int]:
         """(segment base offset, file position) of the batch holding ``offset``, or of the
@@ -561,7 +599,8 @@ class UnifiedLog:
     def _aborted_for_read(self, fetch_offset: int, seg_index: int, r) -> list[tuple[int, int]]:
         """Kafka's ``addAbortedTransactions`` for a read of segment ``seg_index``."""
         segments = self.segments
-        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(r.position + len(r.data))
+        bound = segments[seg_index].offset_index.fetch_upper_bound_offset(
+            r.position + (len(r.records) if r.records is not None else 0))
         if bound is None:
             bound = segments[seg_index + 1].base_offset if seg_index + 1 < len(segments) else self.next_offset
         return [(t.producer_id, t.first_offset)
@@ -607,13 +646,14 @@ class UnifiedLog:
         """``producer.id.expiration.ms``: drop idle producers without an open transaction."""
         return self.producer_state.remove_expired_producers(now_ms, expiration_ms)
 
-    def _rebuild_producer_state(self) -> None:
+    def _rebuild_producer_state(self, snapshots: list[int] | None = None) -> None:
         """Reload producer state: the latest valid snapshot at or below the log end offset,
         then replay the batches from there to the LEO (Kafka's ``rebuildProducerState``).
-        Aborted-transaction index entries of replayed markers are re-added if missing."""
+        Aborted-transaction index entries of replayed markers are re-added if missing.
+        ``snapshots``: the offsets of the snapshot files, if the caller listed the directory."""
         ps = self.producer_state
         leo = self.next_offset
-        snap = ps.truncate_and_reload(self.log_start_offset, leo)
+        snap = ps.truncate_and_reload(self.log_start_offset, leo, snapshots)
         # no snapshot: replay everything (Kafka skips the scan after a clean shutdown, assuming
         # an upgrade; we write a snapshot on every close and roll, so a missing one means a
         # log that was never closed cleanly nor rolled: the scan is one segment)

@@ -27,7 +27,6 @@ import re
 import shutil
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Mapping, NamedTuple
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -42,6 +41,7 @@ from minikafka.storage.log import UnifiedLog, parse_topic_partition_name
 log = logging.getLogger("minikafka.storage")
 
 TOPICS_FILE = "minikafka-topics.json"
+CHECKPOINT_FILES = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -124,6 +124,7 @@ def _in_parallel(fn, items: list) -> None:
         for item in items:
             fn(item)
         return
+    from concurrent.futures import ThreadPoolExecutor  # (topic creation only: not on the start path)
     with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
         for f in [pool.submit(fn, item) for item in items]:
             f.result()
@@ -149,6 +150,9 @@ class LogManager:
         self._leader_epochs: dict[tuple[str, int], int] = {}
         self._log_dir_of: dict[tuple[str, int], str] = {}
         self._locks: list[DirLock] = []
+        self._topics_text: str | None = None  # TOPICS_FILE as last read or written ("": none)
+        # per log dir: the entries of each offset checkpoint file as last read or written
+        self._checkpointed: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
         self._loaded = False
         self._closed = False
 
@@ -157,6 +161,7 @@ class LogManager:
         """Lock the log dirs, create/validate them and meta.properties, then load and recover every
         partition. LogDirLockedError if another process holds a dir's lock: nothing in the dir
         has been read or written then."""
+        started = time.monotonic()
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
             lock = DirLock(d)
@@ -168,17 +173,22 @@ class LogManager:
             self._locks.append(lock)
         self._load_meta_properties()
         topics_store = self._read_topics_store()
+        configs: dict[str, LogConfig] = {}  # per topic: one LogConfig for all its partitions
         for d in self.log_dirs:
-            has_logs = any(os.path.isdir(os.path.join(d, e)) for e in os.listdir(d))
+            with os.scandir(d) as it:
+                dir_entries = sorted((e.name, e.is_dir()) for e in it)
+            has_logs = any(is_dir for _, is_dir in dir_entries)
             clean = has_clean_shutdown(d) or not has_logs
             if not clean:
                 log.info("Log dir %s: no clean shutdown marker; recovering unflushed segments", d)
-            recovery = OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).read()
-            starts = OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).read()
-            for entry in sorted(os.listdir(d)):
-                path = os.path.join(d, entry)
-                if not os.path.isdir(path):
+            checkpoints = self._checkpointed.setdefault(d, {})
+            for name in CHECKPOINT_FILES:
+                checkpoints[name] = OffsetCheckpointFile(os.path.join(d, name)).read()
+            recovery, starts = checkpoints[RECOVERY_POINT_CHECKPOINT], checkpoints[LOG_START_OFFSET_CHECKPOINT]
+            for entry, is_dir in dir_entries:
+                if not is_dir:
                     continue
+                path = os.path.join(d, entry)
                 if entry.endswith("-delete"):
                     log.info("Removing partially deleted log directory %s", path)
                     shutil.rmtree(path, ignore_errors=True)
@@ -206,7 +216,9 @@ class LogManager:
                                 path, info.num_partitions)
                     info = info._replace(num_partitions=partition + 1)
                     topics_store[topic] = info
-                config = self._config_for(info.configs)
+                config = configs.get(topic)
+                if config is None:
+                    config = configs[topic] = self._config_for(info.configs)
                 ulog = UnifiedLog(path, topic, partition, config, topic_id=info.topic_id,
                                   log_start_offset=starts.get(tp, 0), recovery_point=recovery.get(tp, 0),
                                   had_clean_shutdown=clean)
@@ -214,7 +226,8 @@ class LogManager:
         # topics whose partition directories are missing (e.g. removed by hand): recreate them empty
         for name, info in topics_store.items():
             self._topics[name] = info
-            self._configs[name] = self._config_for(info.configs)
+            config = configs.get(name)
+            self._configs[name] = config if config is not None else self._config_for(info.configs)
             for p in range(info.num_partitions):
                 if (name, p) not in self._logs:
                     log.warning("Partition %s-%d has no log directory; creating an empty one", name, p)
@@ -223,23 +236,21 @@ class LogManager:
         for d in self.log_dirs:
             remove_clean_shutdown(d)
         self._loaded = True
-        self.checkpoint()
+        self.checkpoint()  # the files that changed (a recovery point cut to a truncated log end, ...)
+        log.info("Loaded %d logs in %dms", len(self._logs), (time.monotonic() - started) * 1000)  # Kafka's line
 
     def _lead_every_partition(self) -> None:
         """This start is a restart of the one broker: each partition's leader epoch moves on by
-        2 (fenced, then elected again). The new epochs are in the topics store before any batch
-        carries them; then each log starts its epoch at its log end offset, with its epoch
-        cache file written and fsynced (for all partitions in parallel: one after another,
-        a start would wait for hundreds of file replacements and fsyncs)."""
+        2 (fenced, then elected again). The new epochs are in the topics store (fsynced) before
+        any batch carries them; then each log starts its epoch at its log end offset, in memory:
+        its epoch cache file is written before the epoch's first batch and fsynced before that
+        batch is (storage.leader_epoch), so a start writes no file per partition."""
         for tp, ulog in self._logs.items():
             self._leader_epochs[tp] = max(self._leader_epochs.get(tp, 0), ulog.leader_epoch) + 2
         self._write_topics_store()
 
-        def lead(tp_log):
-            tp, ulog = tp_log
-            ulog.become_leader(self._leader_epochs[tp])
-            ulog.leader_epoch_cache.flush()
-        _in_parallel(lead, list(self._logs.items()))
+        for tp, ulog in self._logs.items():
+            ulog.become_leader(self._leader_epochs[tp], write=False)
 
     @staticmethod
     def _sync_leader_epoch_caches(logs: list[UnifiedLog]) -> None:
@@ -297,13 +308,16 @@ class LogManager:
     def _read_topics_store(self) -> dict[str, TopicInfo]:
         try:
             with open(self._topics_path, "r", encoding="utf-8") as f:
-                doc = json.load(f)
+                text = f.read()
+            doc = json.loads(text)
         except FileNotFoundError:
+            self._topics_text = ""
             return {}
         except (ValueError, OSError) as e:
             log.error("Cannot read %s (%s); rebuilding topic metadata from the partition directories",
                       self._topics_path, e)
             return {}
+        self._topics_text = text
         out = {}
         for name, t in doc.get("topics", {}).items():
             try:
@@ -321,7 +335,10 @@ class LogManager:
                    "configs": dict(t.configs),
                    "leader_epochs": [self._leader_epochs.get((name, p), 0) for p in range(t.num_partitions)]}
             for name, t in sorted(self._topics.items())}}
-        atomic_write(self._topics_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(doc, indent=1, sort_keys=True) + "\n" if self._topics or self._topics_text else ""
+        if text != self._topics_text:  # (a start without topics, or whose epochs did not move, writes none)
+            atomic_write(self._topics_path, text)
+            self._topics_text = text
 
     # ------------------------------------------------------------------ helpers
     def _register(self, ulog: UnifiedLog, log_dir: str) -> None:
@@ -508,14 +525,23 @@ class LogManager:
             ulog.flush()
 
     def checkpoint(self) -> None:
-        """Write the recovery point, log start offset and high watermark checkpoints of every log dir."""
+        """Write the recovery point, log start offset and high watermark checkpoints of every
+        log dir; a file whose entries did not change since it was last written or read is
+        left as it is (each write is an fsync and a rename)."""
         for d in self.log_dirs:
             logs = self._logs_in(d)
-            OffsetCheckpointFile(os.path.join(d, RECOVERY_POINT_CHECKPOINT)).write(
-                {(l.topic, l.partition): l.recovery_point for l in logs})
-            OffsetCheckpointFile(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT)).write(
-                {(l.topic, l.partition): l.high_watermark for l in logs})
+            self._write_checkpoint(d, RECOVERY_POINT_CHECKPOINT,
+                                   {(l.topic, l.partition): l.recovery_point for l in logs})
+            self._write_checkpoint(d, REPLICATION_OFFSET_CHECKPOINT,
+                                   {(l.topic, l.partition): l.high_watermark for l in logs})
             self._checkpoint_log_start_offsets(d, logs)
+
+    def _write_checkpoint(self, d: str, name: str, entries: dict[tuple[str, int], int]) -> None:
+        known = self._checkpointed.setdefault(d, {})
+        if known.get(name) == entries:
+            return
+        OffsetCheckpointFile(os.path.join(d, name)).write(entries)
+        known[name] = entries
 
     def _logs_in(self, d: str) -> list[UnifiedLog]:
         return [self._logs[tp] for tp, ld in self._log_dir_of.items() if ld == d and tp in self._logs]
@@ -524,9 +550,9 @@ class LogManager:
         if logs is None:
             logs = self._logs_in(d)
         # like Kafka, only logs whose start offset is above their first segment's base offset
-        OffsetCheckpointFile(os.path.join(d, LOG_START_OFFSET_CHECKPOINT)).write(
-            {(l.topic, l.partition): l.log_start_offset for l in logs
-             if l.log_start_offset > l.segments[0].base_offset})
+        self._write_checkpoint(d, LOG_START_OFFSET_CHECKPOINT,
+                               {(l.topic, l.partition): l.log_start_offset for l in logs
+                                if l.log_start_offset > l.segments[0].base_offset})
 
     def close(self) -> None:
         """Flush everything, write checkpoints, close the logs, then mark a clean shutdown."""

@@ -42,6 +42,7 @@ from typing import NamedTuple
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import BatchHeader
+from minikafka.storage.checkpoint import read_file
 from minikafka.storage.transaction_index import AbortedTxn, TransactionIndex
 
 log = logging.getLogger("minikafka.storage")
@@ -376,7 +377,7 @@ def list_snapshot_offsets(log_dir: str) -> list[int]:
 class ProducerStateManager:
     SNAPSHOTS_TO_KEEP = 2
 
-    def __init__(self, log_dir: str, topic: str, partition: int):
+    def __init__(self, log_dir: str, topic: str, partition: int, snapshots: list[int] | None = None):
         self.log_dir = log_dir
         self.topic = topic
         self.partition = partition
@@ -385,7 +386,8 @@ class ProducerStateManager:
         # open transactions, first offset -> producer id; insertion order is offset order
         # (offsets only grow; reloads insert sorted), so the first key is the earliest
         self.ongoing_txns: dict[int, int] = {}
-        self.snapshots: list[int] = list_snapshot_offsets(log_dir)
+        # offsets of the snapshot files (None: list the directory; a log lists it when it loads)
+        self.snapshots: list[int] = list_snapshot_offsets(log_dir) if snapshots is None else snapshots
         self.verifications: dict[int, VerificationStateEntry] = {}
         # offset of the state last written or loaded (Kafka's lastSnapOffset): no new
         # snapshot is written at or below it
@@ -622,13 +624,15 @@ class ProducerStateManager:
         except FileNotFoundError:
             pass
 
-    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int) -> int | None:
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int,
+                            snapshots: list[int] | None = None) -> int | None:
         """Forget the in-memory state, delete snapshots beyond ``log_end_offset`` and load the
         latest valid one at or below it. Returns the loaded snapshot's offset (the caller
-        replays the log from there), or None when there is none."""
+        replays the log from there), or None when there is none. ``snapshots``: the sorted
+        offsets of the snapshot files, if the caller has just listed the directory."""
         self.producers.clear()
         self.ongoing_txns.clear()
-        self.snapshots = list_snapshot_offsets(self.log_dir)
+        self.snapshots = list_snapshot_offsets(self.log_dir) if snapshots is None else list(snapshots)
         for off in [o for o in self.snapshots if o > log_end_offset]:
             log.info("Partition %s: deleting producer snapshot at offset %d beyond the log end offset %d",
                      self.name, off, log_end_offset)
@@ -637,8 +641,10 @@ class ProducerStateManager:
             off = self.snapshots[-1]
             path = snapshot_path(self.log_dir, off)
             try:
-                with open(path, "rb") as f:
-                    entries = decode_snapshot(f.read(), path)
+                data = read_file(path)
+                if data is None:
+                    raise FileNotFoundError(f"{path} is gone")
+                entries = decode_snapshot(data, path)
             except (OSError, CorruptSnapshotError) as e:
                 log.warning("Partition %s: failed to load producer snapshot %s: %s", self.name, path, e)
                 self._delete_snapshot(off)

@@ -3,20 +3,25 @@
 The ``.log`` file holds v2 record batches back to back, exactly as on the
 wire, with offsets assigned. Appends are one ``os.write`` on an unbuffered
 ``O_APPEND`` fd (the data is in the page cache, hence safe from a process
-kill, when ``append`` returns); reads are ``os.pread``.
+kill, when ``append`` returns); reads are ``os.pread``, and a fetch gets a
+:class:`FileSlice` of the file that the server sends without reading it.
 """
 from __future__ import annotations
 
 import logging
 import os
 import struct
+import threading
 import time
+from bisect import bisect_right
+import weakref
 from typing import Iterator, NamedTuple
 
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import BatchHeader
 from minikafka.storage.checkpoint import fsync_fd_or_path
+from minikafka.storage.file_slice import FileHandle, FileSlice
 from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from minikafka.storage.transaction_index import TransactionIndex
 
@@ -32,9 +37,12 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 
 INT32_MAX = 2147483647
+END_OF_SEGMENT = 1 << 63  # recover(from_offset=...): from the last index entry
 _HEADER_SIZE = rec.HEADER_SIZE
 _unpack_header = struct.Struct(">qiibIhiqqqhii").unpack_from
 _make_header = BatchHeader._make
+
+_DEFERRED_LOAD = threading.RLock()  # LogSegment._load_deferred_indexes
 
 # read granularity when scanning a file batch by batch
 _SCAN_CHUNK = 1 << 20
@@ -58,8 +66,8 @@ class BatchPosition(NamedTuple):
 
 class SegmentRead(NamedTuple):
     """What :meth:`LogSegment.read` sliced (Kafka's ``FetchDataInfo`` from ``LogSegment.read``)."""
-    data: bytes               # bytes of the segment file from ``position``: whole batches, possibly
-                              # ending inside one (a cut batch, which clients skip)
+    records: FileSlice | None  # the segment file from ``position`` (None: nothing): whole batches,
+                               # possibly ending inside one (a cut batch, which clients skip)
     position: int             # file position of the first batch (Kafka's fetch offset metadata)
     first_entry_incomplete: bool  # the size limit cut the first batch (no min_one)
 
@@ -83,7 +91,10 @@ class LogSegment:
         # aborted transactions whose ABORT marker is in this segment (file created on first entry)
         self.txn_index = TransactionIndex(os.path.join(dir_path, filename_prefix(base_offset)) + TXN_INDEX_SUFFIX,
                                           base_offset)
-        self._fd: int | None = None           # read/append fd, open while the segment is active
+        # read/append descriptor, open while the segment is active; an inactive segment reads
+        # through a read-only handle kept only while something (a slice being sent) holds it
+        self._file: FileHandle | None = None
+        self._reader = None  # weakref to that read-only FileHandle
         self.size = 0
         self.bytes_since_last_index_entry = 0
         self.max_timestamp_so_far = -1
@@ -95,7 +106,7 @@ class LogSegment:
             if os.path.exists(self.log_path) and os.path.getsize(self.log_path) > 0:
                 log.warning("Replacing stale segment file %s while creating a new segment", self.log_path)
             flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-            self._fd = os.open(self.log_path, flags, 0o644)
+            self._file = FileHandle.open(self.log_path, flags)
             for p in (self.offset_index.path, self.time_index.path):
                 os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             self.txn_index.reset()  # a stale .txnindex must not survive
@@ -104,24 +115,25 @@ class LogSegment:
 
     # ------------------------------------------------------------------ fds
     def open_for_append(self) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        if self._file is None:
+            self._file = FileHandle.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
 
-    def _read_fd(self) -> tuple[int, bool]:
-        """An fd to pread from, and whether the caller must close it."""
-        if self._fd is not None:
-            return self._fd, False
-        return os.open(self.log_path, os.O_RDONLY), True
+    def _handle(self) -> FileHandle:
+        """A handle to read from: the active segment's own, else a read-only one, shared while
+        anyone holds it (a fetch response still sending a slice of this file)."""
+        if self._file is not None:
+            return self._file
+        h = self._reader() if self._reader is not None else None
+        if h is None:
+            h = FileHandle.open(self.log_path)
+            self._reader = weakref.ref(h)
+        return h
 
     def pread(self, size: int, position: int) -> bytes:
         if size <= 0:
             return b""
-        fd, owned = self._read_fd()
-        try:
-            return os.pread(fd, size, position)
-        finally:
-            if owned:
-                os.close(fd)
+        handle = self._handle()  # referenced until pread returns: that keeps it open
+        return os.pread(handle.fd, size, position)
 
     # ------------------------------------------------------------------ state
     @property
@@ -180,8 +192,9 @@ class LogSegment:
         """
         if not buf:
             return
-        if self._fd is None:
+        if self._file is None:
             self.open_for_append()
+        fd = self._file.fd
         physical = self.size
         if physical == 0 and batches:
             self._rolling_based_timestamp = batches[0][3]
@@ -189,11 +202,11 @@ class LogSegment:
         written = 0
         try:
             while written < len(view):
-                written += os.write(self._fd, view[written:])
+                written += os.write(fd, view[written:])
         except OSError as e:
             # undo a partial write so the file keeps whole batches only
             try:
-                os.ftruncate(self._fd, physical)
+                os.ftruncate(fd, physical)
             except OSError:
                 pass
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error appending to {self.log_path}: {e}") from e
@@ -216,31 +229,32 @@ class LogSegment:
                      chunk: int = 64 * 1024) -> Iterator[BatchPosition]:
         """Yield the complete batches from ``start`` (a batch boundary), headers only, no CRC check.
 
-        Stops at the file end, at a partial batch, or at an implausible length.
+        Stops at the file end, at a partial batch, or at an implausible length. Small batches
+        are read ``chunk`` bytes at a time; after a batch larger than a quarter chunk, the
+        next header is read alone (a chunk would be mostly records nobody looks at).
         """
         if end is None:
             end = self.size
-        fd, owned = self._read_fd()
-        try:
-            pos = start
-            buf = b""
-            buf_start = start
-            while end - pos >= _HEADER_SIZE:
-                off = pos - buf_start
-                if len(buf) - off < _HEADER_SIZE:
-                    buf = os.pread(fd, min(chunk, end - pos), pos)
-                    buf_start, off = pos, 0
-                    if len(buf) < _HEADER_SIZE:
-                        return
-                header = _make_header(_unpack_header(buf, off))
-                size = header.batch_length + 12
-                if header.batch_length < rec.MIN_BATCH_LENGTH or pos + size > end:
+        handle = self._handle()  # held until the scan ends
+        fd = handle.fd
+        pos = start
+        buf = b""
+        buf_start = start
+        size = 0
+        big = chunk >> 2
+        while end - pos >= _HEADER_SIZE:
+            off = pos - buf_start
+            if len(buf) - off < _HEADER_SIZE:
+                buf = os.pread(fd, min(chunk if size < big else _HEADER_SIZE, end - pos), pos)
+                buf_start, off = pos, 0
+                if len(buf) < _HEADER_SIZE:
                     return
-                yield BatchPosition(pos, header)
-                pos += size
-        finally:
-            if owned:
-                os.close(fd)
+            header = _make_header(_unpack_header(buf, off))
+            size = header.batch_length + 12
+            if header.batch_length < rec.MIN_BATCH_LENGTH or pos + size > end:
+                return
+            yield BatchPosition(pos, header)
+            pos += size
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchPosition | None:
         """The first batch whose last offset >= ``offset`` (Kafka's ``translateOffset``), or None."""
@@ -262,15 +276,17 @@ class LogSegment:
         segment's end); None: nothing here is readable. Returns None if no batch in this
         segment has an offset >= ``start_offset``.
         """
+        handle = self._handle()  # one descriptor for the index scan and the slice
         first = self.translate_offset(start_offset)
         if first is None:
             return None
         first_size = first.header.batch_length + 12
         limit = max(max_size, first_size) if min_one else max_size
         if limit == 0 or max_position is None:
-            return SegmentRead(b"", first.position, False)
+            return SegmentRead(None, first.position, False)
         fetch_size = max(min(max_position - first.position, limit), 0)
-        return SegmentRead(self.pread(fetch_size, first.position), first.position, limit < first_size)
+        records = FileSlice(handle, first.position, fetch_size) if fetch_size else None
+        return SegmentRead(records, first.position, limit < first_size)
 
     # ------------------------------------------------------------------ timestamps
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
@@ -316,46 +332,96 @@ class LogSegment:
         """Load both index files from disk; raise CorruptIndexError if either is missing or bad."""
         self.offset_index.load(self.size)
         self.time_index.load()
+        self._indexes_deferred = False
         ts, off = self.time_index.last_entry()
         if off < self.base_offset:
             raise CorruptIndexError(f"Time index {self.time_index.path} has an offset below the base offset")
         self.max_timestamp_so_far = ts
         self.offset_of_max_timestamp_so_far = off
 
-    def recover(self, from_last_index_entry: bool = False) -> int:
-        """Validate the log file batch by batch, truncate at the first invalid batch and
-        rebuild the indexes for the scanned part (Kafka's ``LogSegment.recover``).
+    def defer_indexes(self) -> None:
+        """A segment start-up trusts (Kafka's ``LazyIndex``): its index files, and the max
+        timestamp the time index holds, are read on first use, not at start. A file found
+        corrupt then is rebuilt from the log."""
+        self._indexes_deferred = True
+        self.__dict__.pop("max_timestamp_so_far", None)
+        self.__dict__.pop("offset_of_max_timestamp_so_far", None)
+        self.offset_index.defer_load(self._load_deferred_indexes)
+        self.time_index.defer_load(self._load_deferred_indexes)
 
-        With ``from_last_index_entry`` (indexes already loaded and sane), the
-        scan starts at the last offset index entry instead of position 0.
-        Returns the number of bytes truncated; logs a WARNING naming the file,
-        the byte position and the bytes dropped when it truncates.
+    def __getattr__(self, name):
+        # only called for attributes not set: the max timestamp of a segment whose indexes
+        # are not read yet (defer_indexes)
+        if name in ("max_timestamp_so_far", "offset_of_max_timestamp_so_far") \
+                and self.__dict__.get("_indexes_deferred"):
+            self._load_deferred_indexes()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _load_deferred_indexes(self) -> None:
+        # first uses may race (the owner and a log cleaner thread): one loads, the other waits
+        with _DEFERRED_LOAD:
+            if not self.__dict__.get("_indexes_deferred"):
+                return
+            try:
+                self.load_indexes()
+            except CorruptIndexError as e:
+                log.warning("Rebuilding index files for %s: %s", self.log_path, e)
+                # a segment in use: its bytes stay as they are (recovery at start is what truncates)
+                self.recover(rebuild=True, truncate=False)
+            self._indexes_deferred = False
+
+    def recover(self, from_offset: int | None = None, *, rebuild: bool = False, truncate: bool = True) -> int:
+        """Validate the log file batch by batch, truncate at the first invalid batch and
+        bring the indexes in line with the scanned part (Kafka's ``LogSegment.recover``).
+
+        ``from_offset`` (indexes loaded and sane): the batches before the last offset index
+        entry at or below it are trusted, as data below a recovery point is (it was fsynced
+        before the recovery point moved past it), and the scan starts at that entry's batch;
+        the whole file if that batch is not a valid one. Otherwise the whole file is scanned.
+        Index entries are written only where they differ from what the scan finds (the
+        indexes are read first unless ``rebuild``: they are known missing or corrupt); a
+        recovery that finds everything in order writes nothing. The epochs stamped on the
+        scanned batches are left in :attr:`scan_epochs` (each epoch higher than all before it,
+        with its first batch's base offset). Returns the number of bytes truncated; logs a
+        WARNING naming the file, the byte position and the bytes dropped when it truncates.
+        ``truncate=False`` (a segment in use whose index is rebuilt): invalid data is
+        reported, not cut.
         """
         start = 0
-        index_entries: list[tuple[int, int]] = []
-        time_entries: list[tuple[int, int]] = []
+        keep = tkeep = 0        # index entries kept as they are (before the scanned part)
         max_ts, max_ts_off = -1, self.base_offset
         prev_next = self.base_offset
-        if from_last_index_entry and self.offset_index.entries:
-            last_off, start = self.offset_index.last_entry()
-            # keep the time index up to the batch at `start` (its last offset is last_off)
-            self.time_index.truncate_to(last_off + 1)
-            max_ts, max_ts_off = self.time_index.last_entry()
-            if max_ts < 0:
-                max_ts_off = self.base_offset
-            prev_next = None  # the batch at `start` may begin anywhere <= last_off
-            keep_index = True
-        else:
-            keep_index = False
+        first_max = None        # the batch at `start` must end at this offset (its index entry's)
+        if from_offset is not None:
+            oi, ti = self.offset_index, self.time_index
+            keep = bisect_right(oi._rel, from_offset - self.base_offset)
+            if keep:
+                first_max, start = oi.entry(keep - 1)
+                tkeep = bisect_right(ti._rel, first_max - self.base_offset)
+                if tkeep:
+                    max_ts, max_ts_off = ti.entry(tkeep - 1)
+                prev_next = None  # (checked against first_max instead)
+        elif not rebuild:
+            try:
+                self.load_indexes()
+            except CorruptIndexError:
+                rebuild = True
+        index_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        epochs: list[tuple[int, int]] = []
+        top_epoch = -1
         bytes_since = 0
         valid = start
-        file_size = os.path.getsize(self.log_path)
         reason = None
         fd = os.open(self.log_path, os.O_RDONLY)
         try:
+            file_size = os.fstat(fd).st_size
             buf = b""
             buf_start = start
             pos = start
+            # (1 MB preads: cheaper in CPU than mapping the file, whose page faults cost more
+            # than the copy)
             while pos < file_size:
                 off = pos - buf_start
                 if len(buf) - off < _HEADER_SIZE:
@@ -392,11 +458,19 @@ class LogSegment:
                 if (prev_next is not None and h.base_offset < prev_next) or h.base_offset < self.base_offset:
                     reason = f"non-monotonic base offset {h.base_offset}"
                     break
+                if first_max is not None and pos == start and last != first_max:
+                    # (an entry is the last offset of the batch at its position: this file lost
+                    # writes, or was not written by us; either way the whole segment is scanned)
+                    reason = f"the index entry for offset {first_max} points at a batch ending at {last}"
+                    break
                 if not self.can_convert_to_relative_offset(last):
                     reason = f"offset {last} overflows the segment index"
                     break
                 if h.max_timestamp > max_ts:
                     max_ts, max_ts_off = h.max_timestamp, last
+                if h.partition_leader_epoch > top_epoch:
+                    top_epoch = h.partition_leader_epoch
+                    epochs.append((top_epoch, h.base_offset))
                 if bytes_since > self.index_interval_bytes:
                     index_entries.append((last, pos))
                     time_entries.append((max_ts, max_ts_off))
@@ -407,33 +481,39 @@ class LogSegment:
                 valid = pos
         finally:
             os.close(fd)
-        if keep_index and valid == start and file_size > start:
-            # the batch the last index entry points at is itself bad: start over from position 0
-            return self.recover(from_last_index_entry=False)
+        if first_max is not None and valid == start and file_size > start:
+            # the batch the index entry points at is not a valid one: start over from position 0
+            return self.recover(truncate=truncate)
         truncated = file_size - valid
-        if truncated > 0:
+        if truncated > 0 and not truncate:
+            log.error("Found invalid data in log segment %s at byte position %d: %s; its index covers the "
+                      "%d bytes before it", self.log_path, valid, reason, valid)
+            truncated = 0
+        elif truncated > 0:
             log.warning("Found invalid data in log segment %s at byte position %d: %s; truncating %d bytes "
                         "(file size %d -> %d)", self.log_path, valid, reason, truncated, file_size, valid)
             with open(self.log_path, "r+b", buffering=0) as f:
                 f.truncate(valid)
                 os.fsync(f.fileno())
-        self.size = valid
-        # rebuild indexes
-        if keep_index:
-            for off_, p in index_entries:
-                self.offset_index.append(off_, p)
-            for t, o in time_entries:
-                self.time_index.maybe_append(t, o)
+            self.size = valid
         else:
+            self.size = valid
+        # the time index: the running max at each index entry where it grew, then the segment's
+        # max timestamp as its last entry (like Kafka's)
+        tes: list[tuple[int, int]] = []
+        top = self.time_index.entry(tkeep - 1)[0] if tkeep else -1
+        for t, o in time_entries + ([(max_ts, max_ts_off)] if max_ts >= 0 else []):
+            if t > top:
+                tes.append((t, o))
+                top = t
+        if rebuild:
             self.offset_index.write_all(index_entries)
-            tes = []
-            for t, o in time_entries:
-                if not tes or t > tes[-1][0]:
-                    tes.append((t, o))
             self.time_index.write_all(tes)
-        # like Kafka, the segment's max timestamp is always the last time index entry
-        if max_ts >= 0:
-            self.time_index.maybe_append(max_ts, max_ts_off)
+            self._indexes_deferred = False
+        else:
+            self.offset_index.replace_tail(keep, index_entries)
+            self.time_index.replace_tail(tkeep, tes)
+        self.scan_epochs = epochs
         self.max_timestamp_so_far = max_ts
         self.offset_of_max_timestamp_so_far = max_ts_off
         self.bytes_since_last_index_entry = bytes_since
@@ -472,13 +552,14 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         self._next_offset = None
-        # recompute the running max timestamp from what is left
-        self.recover(from_last_index_entry=self.offset_index.entries > 0)
+        # recompute the running max timestamp from what is left (from the last index entry on)
+        self.recover(from_offset=END_OF_SEGMENT)
         return removed
 
     def flush(self, data_only: bool = False) -> None:
         """fsync the log and (unless ``data_only``) index files (safe to call from another thread)."""
-        fsync_fd_or_path(self._fd, self.log_path)
+        handle = self._file  # held across the fsync: a concurrent roll cannot close it
+        fsync_fd_or_path(handle.fd if handle is not None else None, self.log_path)
         if data_only:
             return
         for idx in (self.offset_index, self.time_index, self.txn_index):
@@ -488,14 +569,14 @@ class LogSegment:
                 pass
 
     def _close_fd(self) -> None:
-        if self._fd is not None:
-            try:
-                os.close(self._fd)
-            finally:
-                self._fd = None
+        """Let go of the descriptors: closed now, or when the last slice of this file being
+        sent lets go of it."""
+        self._file = None
+        self._reader = None
 
     def close(self) -> None:
-        if self.max_timestamp_so_far >= 0:
+        # (a segment whose indexes were never read has nothing to add to them)
+        if not self.__dict__.get("_indexes_deferred") and self.max_timestamp_so_far >= 0:
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
         self._close_fd()
         self.offset_index.close()

@@ -15,8 +15,10 @@ have no index file at all), so a read_committed fetch never touches the disk.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import struct
+from bisect import bisect_left
 from typing import NamedTuple
 
 from minikafka.storage.checkpoint import fsync_path
@@ -38,6 +40,9 @@ class AbortedTxn(NamedTuple):
     def encode(self) -> bytes:
         return _ENTRY.pack(CURRENT_VERSION, self.producer_id, self.first_offset, self.last_offset,
                            self.last_stable_offset)
+
+
+_LAST_OFFSET = operator.attrgetter("last_offset")
 
 
 class CorruptTxnIndexError(Exception):
@@ -107,9 +112,20 @@ class TransactionIndex:
                              out: list[AbortedTxn]) -> bool:
         """Append the entries overlapping ``[fetch_offset, upper_bound_offset)`` to ``out``.
         Returns True when the search is complete (no later segment can hold a relevant
-        entry), as Kafka's ``collectAbortedTxns``."""
-        for e in self.entries:
-            if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset:
+        entry), as Kafka's ``collectAbortedTxns``.
+
+        Kafka walks the entries from the first; entries end in increasing order (a marker's
+        offset) and their LSOs never decrease, so the walk starts with a binary search at the
+        first entry ending at or after ``fetch_offset``: an earlier one cannot overlap the
+        range, and completes the search exactly when the one just before it does. A
+        read_committed fetch then costs the entries of its range, not of the segment."""
+        entries = self.entries
+        i = bisect_left(entries, fetch_offset, key=_LAST_OFFSET)
+        if i and entries[i - 1].last_stable_offset >= upper_bound_offset:
+            return True
+        for k in range(i, len(entries)):
+            e = entries[k]
+            if e.first_offset < upper_bound_offset:
                 out.append(e)
             if e.last_stable_offset >= upper_bound_offset:
                 return True

@@ -1,4 +1,5 @@
-"""Fetch (1): sessionless fetches, long-poll woken by appends and LSO moves.
+"""Fetch (1): full, incremental (KIP-227 fetch sessions, broker/fetch_session.py) and sessionless
+fetches, long-poll woken by appends and LSO moves.
 
 Each partition's records are a slice of one segment file, as Kafka's (LogSegment.read):
 from the batch holding the fetch offset, up to the partition's share of max_bytes, so the
@@ -15,11 +16,17 @@ older than the partition's is FENCED_LEADER_EPOCH (v16+: with the current leader
 its endpoint), a newer one UNKNOWN_LEADER_EPOCH; with last_fetched_epoch (v12+) a
 fetch offset past the end of that epoch in this log answers diverging_epoch and no
 records.
+
+The answer waits (up to max_wait_ms) for min_bytes unless a partition read failed or
+diverged, or nothing is readable at all (KafkaApis, ReplicaManager.fetchMessages): an
+unknown topic or partition next to readable ones does not cut the wait short.
 """
 import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from .common import check_leader_epoch, resolve_topic
+from ..broker import now_ms
+from ..fetch_session import ZERO_UUID, PartitionData, ShardLookupError, partition_key
+from .common import check_leader_epoch
 
 API_KEY = 1
 VERSIONS = (4, 16)
@@ -44,96 +51,155 @@ def _diverging_epoch(lg, fetch_offset: int, last_fetched_epoch: int) -> dict | N
     return None
 
 
-def _read_all(broker, req, by_id: bool, version: int):
+def _fetch_data(broker, req, by_id: bool) -> dict:
+    """The request's partitions, {key: PartitionData} in request order (a partition named twice
+    is read once, with the later parameters, as Kafka's map of them)."""
+    out = {}
+    for t in req["topics"]:
+        if by_id:
+            topic_id = t["topic_id"]
+            if topic_id == ZERO_UUID:
+                topic_id = ZERO_UUID  # this object: `is` tells "no id" apart below
+            name = _topic_name(broker, topic_id)
+        else:
+            topic_id, name = ZERO_UUID, t["topic"]
+        key = partition_key(name, topic_id, 0)[0]
+        for p in t["partitions"]:  # (items, not attributes: thousands of partitions)
+            index = p["partition"]
+            out[key, index] = PartitionData(name, topic_id, index, p["fetch_offset"], p["log_start_offset"],
+                                            p["partition_max_bytes"], p["current_leader_epoch"],
+                                            p["last_fetched_epoch"])
+    return out
+
+
+def _topic_name(broker, topic_id) -> str | None:
+    info = broker.topic_by_id(topic_id)
+    return info.name if info is not None else None
+
+
+def _to_forget(broker, req, by_id: bool) -> list:
+    if not req.forgotten_topics_data:
+        return []
+    return [partition_key(t.topic, t.topic_id if by_id else ZERO_UUID, p)
+            for t in req.forgotten_topics_data for p in t.partitions]
+
+
+def _read_all(broker, parts: list, req, version: int):
+    """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
+    read, answer now (a read failed or diverged, or nothing was readable), fenced)."""
     committed = req.isolation_level == 1
     remaining = req.max_bytes if req.max_bytes > 0 else INT32_MAX
-    total, errors = 0, False
-    fenced = False
-    answered, erroneous = [], []  # ((topic, topic id), partition answer), each in request order
-    for t in req.topics:
-        name, topic_err = resolve_topic(broker, t.topic, t.topic_id, by_id)
-        key = (t.topic, t.topic_id)
-        for p in t.partitions:
-            try:
-                if topic_err is not None:
-                    raise KafkaError(topic_err)
-                lg = broker.require_log(name, p.partition)
-            except KafkaError as e:
-                # Kafka answers an unknown topic, topic id or partition before reading
-                # (KafkaApis' erroneous partitions, FetchResponse.partitionResponse):
-                # offsets -1 and an empty, not null, aborted transactions list; they follow
-                # the partitions read in the answer
-                errors = True
-                erroneous.append((key, _error(p.partition, e.code, [])))
-                continue
-            r = {"partition_index": p.partition, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
-                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
-            try:
-                check_leader_epoch(lg, p.current_leader_epoch if p.current_leader_epoch >= 0 else None)
-                hw, lso = lg.high_watermark, lg.last_stable_offset
-                r.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=lg.log_start_offset)
-                if p.last_fetched_epoch >= 0:
-                    diverging = _diverging_epoch(lg, p.fetch_offset, p.last_fetched_epoch)
-                    if diverging is not None:
-                        r["diverging_epoch"] = diverging
-                        errors = True  # answered at once, as an error is
-                        answered.append((key, r))
-                        continue
-                # every partition is read, even with no byte budget left: a read_committed
-                # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
-                # partition returns data, its first batch comes whole whatever the limits (KIP-74)
-                limit = max(min(p.partition_max_bytes, remaining), 0)
-                rr = lg.read(p.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
-                             include_aborted=committed)
-                if rr.first_entry_incomplete:
-                    # the limit cuts this partition's first batch: no records and no aborted
-                    # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
-                    answered.append((key, r))
+    total, now, fenced = 0, False, False
+    answered, erroneous = [], []
+    get_log = broker.get_log
+    for key, pd in parts:
+        # Kafka answers an unknown topic, topic id or partition before reading (KafkaApis'
+        # erroneous partitions, FetchResponse.partitionResponse): offsets -1 and an empty, not
+        # null, aborted transactions list; they follow the partitions read in the answer
+        if pd.topic is None:
+            erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_ID, [])))
+            continue
+        lg = get_log(pd.topic, pd.partition)
+        if lg is None:
+            erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])))
+            continue
+        try:
+            if pd.topic_id is not ZERO_UUID and lg.topic_id != pd.topic_id:
+                # a session's topic deleted and created again under the same name
+                raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
+            check_leader_epoch(lg, pd.current_leader_epoch if pd.current_leader_epoch >= 0 else None)
+            hw, lso = lg.high_watermark, lg.last_stable_offset
+            r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
+                 "log_start_offset": lg.log_start_offset, "aborted_transactions": None, "preferred_read_replica": -1,
+                 "records": b""}
+            if pd.last_fetched_epoch >= 0:
+                diverging = _diverging_epoch(lg, pd.fetch_offset, pd.last_fetched_epoch)
+                if diverging is not None:
+                    r["diverging_epoch"] = diverging
+                    now = True
+                    answered.append((key, pd, r))
                     continue
-                data = rr.records
-                if data:
-                    r["records"] = data
-                    total += len(data)
-                    remaining -= len(data)
-                if rr.aborted is not None:
-                    r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
-                                                 for pid, first in rr.aborted]
-            except KafkaError as e:
-                errors = True
-                # an error of the read itself (ReplicaManager.createLogReadResult(e)): offsets are
-                # UnknownOffset (-1), no records, no aborted list (OFFSET_OUT_OF_RANGE too)
-                r = _error(p.partition, e.code, None)
-                if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
-                    r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
-                    fenced = True
-            answered.append((key, r))
-    # FetchResponse.of: consecutive partitions of one topic share a topic entry
+            # every partition is read, even with no byte budget left: a read_committed
+            # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
+            # partition returns data, its first batch comes whole whatever the limits (KIP-74)
+            limit = max(min(pd.max_bytes, remaining), 0)
+            rr = lg.read(pd.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
+                         include_aborted=committed)
+            if rr.first_entry_incomplete:
+                # the limit cuts this partition's first batch: no records and no aborted
+                # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
+                answered.append((key, pd, r))
+                continue
+            data = rr.slice  # sent from the segment file as it is (server.send_response)
+            if data is not None:
+                r["records"] = data
+                total += len(data)
+                remaining -= len(data)
+            if rr.aborted is not None:
+                r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
+                                             for pid, first in rr.aborted]
+        except KafkaError as e:
+            now = True
+            # an error of the read itself (ReplicaManager.createLogReadResult(e)): offsets are
+            # UnknownOffset (-1), no records, no aborted list (OFFSET_OUT_OF_RANGE too)
+            r = _error(pd.partition, e.code, None)
+            if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
+                r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
+                fenced = True
+        answered.append((key, pd, r))
+    if not answered:
+        now = True  # nothing to wait for (KafkaApis answers erroneous partitions alone at once)
+    return answered + erroneous, total, now, fenced
+
+
+def _group(entries) -> list:
+    """FetchResponse.of: consecutive partitions of one topic share a topic entry."""
     responses = []
-    for (topic, topic_id), r in answered + erroneous:
-        if responses and responses[-1]["topic"] == topic and responses[-1]["topic_id"] == topic_id:
+    for pd, r in entries:
+        if responses and responses[-1]["topic"] == pd.topic and responses[-1]["topic_id"] == pd.topic_id:
             responses[-1]["partitions"].append(r)
         else:
-            responses.append({"topic": topic, "topic_id": topic_id, "partitions": [r]})
-    return responses, total, errors, fenced
+            responses.append({"topic": pd.topic, "topic_id": pd.topic_id, "partitions": [r]})
+    return responses
+
+
+def _unknown_server_error(req, by_id: bool) -> dict:
+    """Kafka's FetchRequest.getErrorResponse, for a Fetch its handler failed on: the error at the
+    top and in every partition of the request, as the request names them, and the request's
+    session id."""
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+    return {"throttle_time_ms": 0, "error_code": code, "session_id": req.session_id,
+            "responses": [{"topic": t.topic, "topic_id": t.topic_id if by_id else ZERO_UUID,
+                           "partitions": [_error(p.partition, code, []) for p in t.partitions]}
+                          for t in req.topics]}
 
 
 async def handle(conn, header, req):
     broker = conn.broker
-    by_id = header.api_version >= 13
-    if req.session_id != 0 and req.session_epoch != -1:
-        # We never create fetch sessions (KIP-227 allows that); a client naming one is stale.
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND, "session_id": 0, "responses": []}
+    version = header.api_version
+    by_id = version >= 13
+    fetch_data = _fetch_data(broker, req, by_id)
+    try:
+        ctx = broker.fetch_manager.new_context(version, req.session_id, req.session_epoch, fetch_data,
+                                               _to_forget(broker, req, by_id))
+    except ShardLookupError:
+        # a session id in no shard's range: Kafka's session cache throws (see fetch_session)
+        return _unknown_server_error(req, by_id)
+    parts = ctx.partitions(lambda topic_id: _topic_name(broker, topic_id))
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     while True:
         event = broker.data_event
-        responses, total, errors, fenced = _read_all(broker, req, by_id, header.api_version)
-        if total >= req.min_bytes or errors or trio.current_time() >= deadline:
+        answered, total, now, fenced = _read_all(broker, parts, req, version)
+        if now or total >= req.min_bytes or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await event.wait()
-    out = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    error, session_id, out = ctx.respond([(key, r) for key, _, r in answered], now_ms())
+    pds = {key: pd for key, pd, _ in answered}
+    body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id,
+            "responses": _group((pds[key], r) for key, r in out)}
     if fenced:
         # v16: the leader named in current_leader, with its endpoint (KIP-951)
         host, port = broker.advertised_address(conn.listener_name)
-        out["node_endpoints"] = [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
-    return out
+        body["node_endpoints"] = [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+    return body

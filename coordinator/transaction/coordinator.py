@@ -74,9 +74,9 @@ class TxnIO(Protocol):
     def now_ms(self) -> int: ...
     def allocate_producer_id(self) -> int: ...
     def append_state(self, partition: int, key: bytes, value: bytes | None) -> None: ...
+    def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None: ...
     async def flush_state(self, partition: int) -> None: ...
-    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                     commit: bool, coordinator_epoch: int) -> int: ...
+    def write_markers(self, markers: list[tuple[str, int, int, int, bool, int]]) -> list[int]: ...
     def markers_due(self) -> None: ...
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
@@ -105,6 +105,8 @@ class TransactionCoordinator:
         self._completing: dict[str, TransactionMetadata] = {}
         self._retry_delay_s = MARKER_RETRY_FIRST_S
         self._warned: set[str] = set()  # transactional ids whose marker failure was logged
+        # transactional id -> (its __transaction_state partition, its record key): computed once
+        self._state_keys: dict[str, tuple[int, bytes]] = {}
 
     # ------------------------------------------------------------- loading
     def load(self) -> None:
@@ -126,28 +128,39 @@ class TransactionCoordinator:
             log.info("loaded %d transactional ids (%d with markers to finish)", len(self.txns), len(self._completing))
 
     def state_partition(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
+        return self._state_key(transactional_id)[0]
+
+    def _state_key(self, transactional_id: str) -> tuple[int, bytes]:
+        key = self._state_keys.get(transactional_id)
+        if key is None:
+            key = self._state_keys[transactional_id] = (partition_for(transactional_id, self.num_partitions),
+                                                        encode_key(transactional_id))
+        return key
 
     # --------------------------------------------------------- transitions
     def _candidate(self, md: TransactionMetadata, changes: dict) -> TransactionMetadata:
         target = changes.get("state", md.state)
         if md.state not in VALID_PREVIOUS[target]:
             raise TxnError(E.INVALID_TXN_STATE, f"{md.transactional_id}: illegal transition {md.state.display} -> {target.display}")
-        candidate = TransactionMetadata(**{**md.copy_fields(), **changes, "pending_state": None})
-        candidate.txn_last_update_ms = self.io.now_ms()
+        candidate = TransactionMetadata.__new__(TransactionMetadata)
+        fields = candidate.__dict__
+        fields.update(md.__dict__)
+        fields["partitions"] = set(md.partitions)
+        fields.update(changes)
+        fields["pending_state"] = None
+        fields["txn_last_update_ms"] = self.io.now_ms()
         # Kafka's TxnTransitMetadata: the previous producer id is the one before this transition
         # (InitProducerId accepts it from a producer retrying a producer id rotation)
-        candidate.prev_producer_id = md.producer_id
+        fields["prev_producer_id"] = md.producer_id
         return candidate
 
     def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> None:
-        self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id),
-                             encode_value(candidate, value_version(self.io.transaction_version())))
+        partition, key = self._state_key(md.transactional_id)
+        self.io.append_state(partition, key, encode_value(candidate, value_version(self.io.transaction_version())))
 
     @staticmethod
     def _apply(md: TransactionMetadata, candidate: TransactionMetadata) -> None:
-        for k, v in candidate.copy_fields().items():
-            setattr(md, k, v)
+        md.__dict__.update(candidate.__dict__)  # the candidate is dropped: its partition set becomes md's
         log.debug("%s -> %s (pid %d epoch %d)", md.transactional_id, md.state.display, md.producer_id, md.producer_epoch)
 
     def _transition(self, md: TransactionMetadata, **changes) -> None:
@@ -419,62 +432,91 @@ class TransactionCoordinator:
     def write_markers(self) -> float | None:
         """Write every marker still due, appending Complete* for each transaction whose
         markers are all written. Returns the seconds after which to try again (a marker
-        write failed retriably), or None when nothing is left."""
-        retry = False
-        for md in list(self._completing.values()):
-            if not self._write_markers_of(md):
-                retry = True
+        write failed retriably), or None when nothing is left.
+
+        The markers of every transaction due are written together, in waves: the first
+        marker of each transaction, then the second, ...; a wave's markers bound for one
+        partition are one append there, and the Complete* records of one state partition
+        are one append too."""
+        todo = []  # (transaction, its partitions waiting for a marker)
+        for md in self._completing.values():
+            parts = []
+            for tp in md.sorted_partitions():
+                if self.io.partition_exists(*tp):
+                    parts.append(tp)
+                else:
+                    md.partitions.discard(tp)  # deleted meanwhile: Kafka drops it too
+            todo.append((md, parts))
+        abandoned: set[str] = set()
+        waiting: set[str] = set()  # a marker failed retriably (the others are still written)
+        wave = 0
+        while True:
+            due = [(md, parts[wave]) for md, parts in todo
+                   if wave < len(parts) and md.transactional_id not in abandoned]
+            if not due:
+                break
+            if wave == 1:
+                self.io.fault("txn.after_first_marker")
+            codes = self.io.write_markers([
+                # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
+                (topic, part, md.producer_id, md.producer_epoch, md.state == S.PREPARE_COMMIT,
+                 self.io.coordinator_epoch(self.state_partition(md.transactional_id)))
+                for md, (topic, part) in due])
+            for (md, tp), code in zip(due, codes):
+                code = E(code)
+                if code == E.NONE or code in SKIPPED_MARKER_ERRORS:
+                    # as Kafka's removePartition: DescribeTransactions lists only partitions still waiting
+                    md.partitions.discard(tp)
+                    continue
+                tid = md.transactional_id
+                what = "COMMIT" if md.state == S.PREPARE_COMMIT else "ABORT"
+                if code in ABANDONING_MARKER_ERRORS:
+                    log.error("%s marker for %s-%d of %s failed with %s; no more markers are sent for it",
+                              what, *tp, tid, code.name)
+                    abandoned.add(tid)
+                    del self._completing[tid]
+                    self._warned.discard(tid)
+                    continue
+                if code not in RETRIABLE_MARKER_ERRORS:
+                    log.error("unexpected %s writing a marker to %s-%d of %s; retrying", code.name, *tp, tid)
+                elif tid not in self._warned:
+                    log.warning("%s marker for %s-%d of %s failed with %s; retrying until it is written",
+                                what, *tp, tid, code.name)
+                waiting.add(tid)
+            wave += 1
+        self._warned |= waiting - abandoned
+        done = [md for md, _ in todo if md.transactional_id not in abandoned and md.transactional_id not in waiting]
+        if done:
+            self._complete(done)
+        retry = bool(waiting - abandoned)
         if not retry:
             self._retry_delay_s = MARKER_RETRY_FIRST_S
             return None
         delay, self._retry_delay_s = self._retry_delay_s, min(self._retry_delay_s * 2, MARKER_RETRY_MAX_S)
         return delay
 
-    def _write_markers_of(self, md: TransactionMetadata) -> bool:
-        """True when the transaction needs no more attempts (completed or abandoned)."""
-        commit = md.state == S.PREPARE_COMMIT
-        written = 0
-        pending = False
-        for topic, part in md.sorted_partitions():
-            if not self.io.partition_exists(topic, part):
-                md.partitions.discard((topic, part))  # deleted meanwhile: Kafka drops it too
-                continue
-            if written == 1:
-                self.io.fault("txn.after_first_marker")
-            # Kafka's coordinator epoch: the leader epoch of the transactional id's state partition
-            coordinator_epoch = self.io.coordinator_epoch(self.state_partition(md.transactional_id))
-            code = E(self.io.write_marker(topic, part, md.producer_id, md.producer_epoch, commit, coordinator_epoch))
-            if code == E.NONE or code in SKIPPED_MARKER_ERRORS:
-                # as Kafka's removePartition: DescribeTransactions lists only partitions still waiting
-                md.partitions.discard((topic, part))
-                written += 1
-            elif code in ABANDONING_MARKER_ERRORS:
-                log.error("%s marker for %s-%d of %s failed with %s; no more markers are sent for it",
-                          "COMMIT" if commit else "ABORT", topic, part, md.transactional_id, code.name)
-                del self._completing[md.transactional_id]
-                self._warned.discard(md.transactional_id)
-                return True
-            else:
-                if code not in RETRIABLE_MARKER_ERRORS:
-                    log.error("unexpected %s writing a marker to %s-%d of %s; retrying", code.name, topic, part,
-                              md.transactional_id)
-                elif md.transactional_id not in self._warned:
-                    log.warning("%s marker for %s-%d of %s failed with %s; retrying until it is written",
-                                "COMMIT" if commit else "ABORT", topic, part, md.transactional_id, code.name)
-                pending = True
-        if pending:
-            self._warned.add(md.transactional_id)
-            return False
+    def _complete(self, mds: list[TransactionMetadata]) -> None:
+        """Prepare* -> Complete* for transactions whose markers are all written: appended
+        (one append per state partition), then applied."""
         self.io.fault("txn.after_markers")
-        del self._completing[md.transactional_id]
-        self._warned.discard(md.transactional_id)
-        # Kafka's prepareComplete: a finished transaction holds no partitions; a transactions V2
-        # commit or abort at an exhausted epoch completes under its next producer id, epoch 0
-        changes = {"state": COMPLETE_OF[md.state], "partitions": set(), "next_producer_id": NO_PRODUCER_ID}
-        if supports_epoch_bump(md.client_txn_version) and md.next_producer_id != NO_PRODUCER_ID:
-            changes.update(producer_id=md.next_producer_id, producer_epoch=0)
-        self._transition(md, **changes)
-        return True
+        candidates = []
+        for md in mds:
+            del self._completing[md.transactional_id]
+            self._warned.discard(md.transactional_id)
+            # Kafka's prepareComplete: a finished transaction holds no partitions; a transactions V2
+            # commit or abort at an exhausted epoch completes under its next producer id, epoch 0
+            changes = {"state": COMPLETE_OF[md.state], "partitions": set(), "next_producer_id": NO_PRODUCER_ID}
+            if supports_epoch_bump(md.client_txn_version) and md.next_producer_id != NO_PRODUCER_ID:
+                changes.update(producer_id=md.next_producer_id, producer_epoch=0)
+            candidates.append(self._candidate(md, changes))
+        version = value_version(self.io.transaction_version())
+        records = []
+        for md, candidate in zip(mds, candidates):
+            partition, key = self._state_key(md.transactional_id)
+            records.append((partition, key, encode_value(candidate, version)))
+        self.io.append_states(records)
+        for md, candidate in zip(mds, candidates):
+            self._apply(md, candidate)
 
     # ------------------------------------------------------- background work
     async def abort_timed_out(self) -> int:
@@ -496,8 +538,10 @@ class TransactionCoordinator:
         for md in list(self.txns.values()):
             if (md.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and md.pending_state is None
                     and md.txn_last_update_ms + self.id_expiration_ms <= now):
-                self.io.append_state(self.state_partition(md.transactional_id), encode_key(md.transactional_id), None)
+                partition, key = self._state_key(md.transactional_id)
+                self.io.append_state(partition, key, None)
                 del self.txns[md.transactional_id]
+                del self._state_keys[md.transactional_id]
                 log.info("expired transactional id %s", md.transactional_id)
                 n += 1
         return n

@@ -26,9 +26,10 @@ class TxnState(enum.IntEnum):
     @property
     def display(self) -> str:
         """The name Kafka's tools print (kafka-transactions.sh)."""
-        return "".join(w.capitalize() for w in self.name.split("_"))
+        return _DISPLAY[self]
 
 
+_DISPLAY = {s: "".join(w.capitalize() for w in s.name.split("_")) for s in TxnState}
 S = TxnState
 # The transitions this coordinator makes; Kafka's validPreviousStates restricted to them. Under
 # transactions V2 a client may abort with no transaction open (Empty/Complete* -> PrepareAbort).
@@ -82,9 +83,6 @@ class TransactionMetadata:
     # written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
 
-    def copy_fields(self) -> dict:
-        return {k: (set(v) if isinstance(v, set) else v) for k, v in self.__dict__.items()}
-
     def sorted_partitions(self) -> list[tuple[str, int]]:
         return sorted(self.partitions)
 
@@ -102,9 +100,9 @@ def value_version(transaction_version: int) -> int:
     return 0 if transaction_version < TV_1 else 1
 
 
-def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
-    """The record Kafka 4.1 writes (in ``version``, ``value_version`` of the finalized
-    transaction.version). Version 1 carries ``client_transaction_version`` (tagged, written when
+def encode_value_by_schema(md: TransactionMetadata, version: int = 1) -> bytes:
+    """The record Kafka 4.1 writes, built by the schema machinery (in ``version``,
+    ``value_version`` of the finalized transaction.version). Version 1 carries ``client_transaction_version`` (tagged, written when
     not 0) and the producer ids of an epoch exhaustion (tagged, written when set): the next
     producer id while a transactions V2 commit or abort moves to it, and the previous one while
     it differs from the current (right after a rotation). Kafka 4.1 writes neither producer id,
@@ -125,6 +123,48 @@ def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
         "client_transaction_version": md.client_txn_version,
     }
     return struct.pack(">h", version) + schema.build(schema.data_message("TransactionLogValue", version), body)
+
+
+_VALUE_V1_HEAD = struct.Struct(">hqhib")
+_VALUE_V1_TAIL = struct.Struct(">qq")
+_TOPIC_PARTITION = struct.Struct(">i")
+
+
+def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
+    """The record Kafka 4.1 writes (``encode_value_by_schema``). Written by hand for the
+    usual case (version 1, no producer ids of a rotation to carry), as it is appended on
+    every transition; tests/unit check it byte for byte against the schema's encoding."""
+    if version != 1 or md.next_producer_id != NO_PRODUCER_ID or (
+            md.prev_producer_id != NO_PRODUCER_ID and md.prev_producer_id != md.producer_id):
+        return encode_value_by_schema(md, version)
+    out = bytearray(_VALUE_V1_HEAD.pack(1, md.producer_id, md.producer_epoch, md.txn_timeout_ms, int(md.state)))
+    by_topic: dict[str, list[int]] = {}
+    if md.state != TxnState.EMPTY:
+        for topic, part in md.sorted_partitions():
+            by_topic.setdefault(topic, []).append(part)
+    # Kafka writes null for Empty (no partitions at all) and a list otherwise
+    _uvarint(out, 0 if md.state == TxnState.EMPTY else len(by_topic) + 1)  # compact array
+    for topic, parts in by_topic.items():
+        name = topic.encode("utf-8")
+        _uvarint(out, len(name) + 1)  # compact string
+        out += name
+        _uvarint(out, len(parts) + 1)
+        for p in parts:
+            out += _TOPIC_PARTITION.pack(p)
+        out.append(0)  # no tagged fields
+    out += _VALUE_V1_TAIL.pack(md.txn_last_update_ms, md.txn_start_ms)
+    if md.client_txn_version:
+        out += bytes((1, 2, 2)) + md.client_txn_version.to_bytes(2, "big", signed=True)  # tag 2, 2 bytes
+    else:
+        out.append(0)
+    return bytes(out)
+
+
+def _uvarint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
 
 
 def decode_key(data: bytes) -> str | None:

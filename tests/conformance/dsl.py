@@ -284,11 +284,21 @@ def fetch(topic: str = "{t}", partition: int = 0, offset: Any = 0, isolation: in
                        isolation=isolation, v=v, max_bytes=max_bytes, **kw)
 
 
-def fetch_parts(parts, isolation: int = 1, v: int = 12, max_bytes: int = 1 << 20, **kw) -> Call:
+def fetch_parts(parts, isolation: int = 1, v: int = 12, max_bytes: int = 1 << 20, session: Any = 0,
+                epoch: Any = -1, forget=(), **kw) -> Call:
     """One Fetch of several partitions, in this order (the order Kafka reads them and spends
     ``max_bytes``): ``parts`` = [(topic, partition, offset, partition_max_bytes), ...], or with
     a fifth item, the current leader epoch; v13+ names topics by id: the topic is then
-    ``(name, topic_id)``."""
+    ``(name, topic_id)``. Sessionless unless ``session``/``epoch`` say otherwise (KIP-227: epoch 0
+    asks for a new session, then the session id with epochs 1, 2, ...); ``forget`` lists
+    the session's partitions to drop, as [(topic, partition), ...]."""
+    return Call(1, v, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+                       "isolation_level": isolation, "session_id": session, "session_epoch": epoch,
+                       "topics": _fetch_topics(parts), "forgotten_topics_data": _forgotten(forget),
+                       "rack_id": ""}, **kw)
+
+
+def _fetch_topics(parts) -> list[dict]:
     topics: list[dict] = []
     for topic, partition, offset, pmb, *epoch in parts:
         name, topic_id = topic if isinstance(topic, tuple) else (topic, None)
@@ -297,9 +307,18 @@ def fetch_parts(parts, isolation: int = 1, v: int = 12, max_bytes: int = 1 << 20
                           else {"topic": name, "topic_id": topic_id, "partitions": []})
         topics[-1]["partitions"].append({"partition": partition, "fetch_offset": offset, "partition_max_bytes": pmb,
                                          "current_leader_epoch": epoch[0] if epoch else -1, "log_start_offset": -1})
-    return Call(1, v, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
-                       "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
-                       "topics": topics, "forgotten_topics_data": [], "rack_id": ""}, **kw)
+    return topics
+
+
+def _forgotten(forget) -> list[dict]:
+    out: list[dict] = []
+    for topic, partition in forget:
+        name, topic_id = topic if isinstance(topic, tuple) else (topic, None)
+        if not out or out[-1]["topic"] != name or out[-1].get("topic_id") != topic_id:
+            out.append({"topic": name, "partitions": []} if topic_id is None
+                       else {"topic": name, "topic_id": topic_id, "partitions": []})
+        out[-1]["partitions"].append(partition)
+    return out
 
 
 def list_offsets(topic: str = "{t}", partition: int = 0, timestamp: int = -1, isolation: int = 1, v: int = 7,

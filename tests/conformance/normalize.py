@@ -3,6 +3,7 @@
 Only what legitimately differs between two brokers or two runs is normalized:
 - real topic names, transactional ids and group ids -> their scenario placeholders;
 - producer ids -> P1, P2, ... in order of first appearance; topic ids -> T1, T2, ...;
+  fetch session ids (random in Kafka) -> S1, S2, ... (0, "no session", stays 0);
 - timestamps (fields named ``*timestamp*``, ``*_time_ms``) -> "<ts>" unless negative;
 - throttle times are dropped; cluster ids, hosts and ports -> placeholders;
 - record bytes -> the decoded batches without timestamps and CRCs (a trailing cut batch: its size).
@@ -26,6 +27,7 @@ class Normalizer:
         self.by_real = {real: placeholder for placeholder, real in names.items()}
         self.pids: dict[int, str] = {}
         self.topic_ids: dict[uuid.UUID, str] = {}
+        self.sessions: dict[int, str] = {}
 
     def pid(self, value):
         if not isinstance(value, int) or value < 0:
@@ -33,6 +35,13 @@ class Normalizer:
         if value not in self.pids:
             self.pids[value] = f"P{len(self.pids) + 1}"
         return self.pids[value]
+
+    def session(self, value):
+        if not isinstance(value, int) or value <= 0:
+            return value
+        if value not in self.sessions:
+            self.sessions[value] = f"S{len(self.sessions) + 1}"
+        return self.sessions[value]
 
     def topic_id(self, value):
         if not isinstance(value, uuid.UUID) or value == ZERO_UUID:
@@ -56,6 +65,8 @@ class Normalizer:
                 return self.pid(obj)
             if key == "topic_id":
                 return self.topic_id(obj)
+            if key == "session_id":
+                return self.session(obj)
             if key in TIMESTAMP_EXACT or key.endswith("_timestamp") or key.endswith("timestamp_ms"):
                 return obj if not isinstance(obj, int) or obj < 0 else "<ts>"
             if key == "cluster_id":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import struct
 import subprocess
 import sys
@@ -317,3 +318,25 @@ def test_storage_error_on_a_produce_halts_and_an_idempotent_retry_is_exactly_onc
         assert r.error_code == 0, r
         _, batches = c.fetch_all(topic, 0)
         assert [r.value for _, rs in batches for r in rs] == [b"a", b"b"]
+
+
+def test_sigterm_the_moment_ready_is_printed_is_a_clean_shutdown(broker_factory):
+    """A supervisor may stop the broker as soon as it said it is ready (a readiness probe, a
+    test): SIGTERM then is a clean shutdown (exit 0, clean-shutdown marker written, the next
+    start recovers nothing), not the signal's default action, which ends the process as
+    kill -9 would. (Before the fix the window after the ready line caught it ~6 times in 10.)"""
+    b = broker_factory(start=False)
+    for attempt in range(3):
+        proc = subprocess.Popen(b.command(), cwd=b.data_dir.parent, env=b.environment(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        try:
+            line = proc.stdout.readline()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert "minikafka ready" in line, err
+        assert proc.returncode == 0, f"attempt {attempt}: exit {proc.returncode}\n{err}"
+        assert "shut down cleanly" in err and (b.data_dir / ".kafka_cleanshutdown").exists(), err

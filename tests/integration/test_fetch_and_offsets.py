@@ -106,6 +106,25 @@ def test_long_poll_times_out_with_no_data(broker):
     assert 0.35 <= elapsed < 5
 
 
+def test_unknown_partitions_do_not_cut_a_long_poll_short(broker):
+    """KafkaApis reads only the known partitions (ReplicaManager.fetchMessages waits for
+    min_bytes over them); the unknown ones are answered with them. With nothing known to read,
+    the answer is immediate."""
+    body = lambda parts: {"replica_id": -1, "max_wait_ms": 400, "min_bytes": 1, "max_bytes": 1 << 20,  # noqa: E731
+                          "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+                          "topics": [{"topic": t, "partitions": [{"partition": p, "fetch_offset": 0,
+                                                                  "partition_max_bytes": 1 << 20}]} for t, p in parts]}
+    with RawClient.to(broker.bootstrap) as c:
+        assert c.create_topic("quiet2", 1) == 0
+        for parts, waits in (([("quiet2", 0), ("quiet2", 5)], True), ([("quiet2", 0), ("nosuch", 0)], True),
+                             ([("nosuch", 0)], False)):
+            t0 = time.monotonic()
+            r = c.request(1, 12, body(parts))
+            elapsed = time.monotonic() - t0
+            assert [p.error_code for t in r.responses for p in t.partitions] == ([0, 3] if waits else [3])
+            assert (elapsed >= 0.35) == waits, (parts, elapsed)
+
+
 def test_fetch_answers_a_slice_of_one_segment_file(rolled):
     """Kafka's LogSegment.read: the records are the segment file's bytes from the batch holding
     the fetch offset, cut at the byte limit (the last batch may be partial), a first batch larger

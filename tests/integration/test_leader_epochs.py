@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from harness import BrokerProcess, create_topic, free_port, wait_until
+from harness import BrokerProcess, create_topic, metrics_broker, wait_until
 
 PARTITIONS = 2
 PER_PHASE = 20
@@ -62,14 +62,8 @@ def ofle_requests(metrics_port: int) -> int:
 
 @pytest.fixture
 def ebroker(tmp_path):
-    port = free_port()
-    b = BrokerProcess(tmp_path / "data", name="epochs-broker", overrides={"metrics.listener": f"127.0.0.1:{port}"})
-    b.metrics_port = port
-    try:
-        b.start()
+    with metrics_broker(tmp_path / "data", "epochs-broker") as b:
         yield b
-    finally:
-        b.close()
 
 
 def check_exactly_once(records: list[dict], expected: list[str]) -> None:

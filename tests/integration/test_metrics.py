@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from harness import free_port, wait_transaction_done, wait_until
+from harness import metrics_broker, wait_transaction_done, wait_until
 from rawclient import RawClient
 
 KEY_REQUESTS = ("FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn", "Fetch",
@@ -49,16 +49,8 @@ class Scrape:
 
 @pytest.fixture(scope="module")
 def mbroker(tmp_path_factory):
-    from harness import BrokerProcess
-    port = free_port()
-    b = BrokerProcess(tmp_path_factory.mktemp("metrics") / "data", name="metrics-broker",
-                      overrides={"metrics.listener": f"127.0.0.1:{port}"})
-    b.metrics_port = port
-    try:
-        b.start()
+    with metrics_broker(tmp_path_factory.mktemp("metrics") / "data", "metrics-broker") as b:
         yield b
-    finally:
-        b.close()
 
 
 def test_partition_and_transaction_metrics_match_broker_state(mbroker, unique_topic):

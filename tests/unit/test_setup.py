@@ -59,6 +59,22 @@ def test_the_broker_imports_none_of_the_extras():
     assert not imported & EXTRAS_MODULES
 
 
+def test_the_start_path_leaves_what_the_first_requests_do_not_need():
+    """What a start imports before its ready line: not the compression codecs, the metrics
+    endpoint (prometheus_client), the log cleaner, the operator tools or thread pools. Each
+    comes with its first use (every module on this path costs every start, ~0.1-2 ms)."""
+    r = subprocess.run([sys.executable, "-c",
+                        "import sys, minikafka.broker.cli, minikafka.broker.main;"
+                        " print(' '.join(sorted(sys.modules)))"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    imported = set(r.stdout.split())
+    lazy = {"gzip", "lz4", "zstandard", "snappy", "cramjam", "crc32c", "prometheus_client",
+            "concurrent.futures", "minikafka.storage.cleaner", "minikafka.broker.metrics",
+            "minikafka.broker.tools.dump_log", "minikafka.broker.tools.transactions"}
+    assert not imported & lazy
+
+
 def test_pytest_reports_skip_reasons():
     opts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert "-rs" in opts.get("addopts", "").split()

@@ -231,3 +231,151 @@ def test_stray_files_cleaned(tmp_path):
     assert "00000000000000000999.index" not in names and "foo.tmp" not in names
     assert not any(n.endswith(".deleted") for n in names)
     assert log2.log_end_offset == 4
+
+
+# ------------------------------------------------------------------ what a start reads and writes
+
+def test_unclean_recovery_scans_from_the_recovery_point(tmp_path, caplog):
+    """After a crash, only what lies past the recovery point is validated (Kafka trusts the
+    segments below it; here also the part of its segment below it): a flipped byte in a
+    flushed batch is not looked at, a torn batch past the recovery point is cut."""
+    c = cfg(index_interval_bytes=500)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 20)
+    log.flush()
+    rp = log.recovery_point
+    assert rp == 40
+    fill(log, 2)
+    kept = log.active_segment.size
+    log.append(batch(7))
+    path = log.active_segment.log_path
+    size = log.active_segment.size
+    with open(path, "r+b") as f:
+        f.seek(200)          # inside the first batch's records: below the recovery point
+        b = f.read(1)
+        f.seek(200)
+        f.write(bytes([b[0] ^ 0xFF]))
+        f.truncate(size - 7)  # the last batch, past the recovery point, torn
+    with caplog.at_level(logging.WARNING, logger="minikafka.storage"):
+        log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=False, recovery_point=rp)
+    assert log2.log_end_offset == 44 and log2.recovery_point == rp
+    assert os.path.getsize(path) == kept
+    assert [r.getMessage() for r in caplog.records if "invalid data" in r.getMessage()]
+    assert log2.append(batch(30)).base_offset == 44
+
+
+def test_unclean_recovery_with_a_stale_index_entry_scans_the_whole_segment(tmp_path):
+    """An index entry at or below the recovery point that does not point at its batch (a
+    file that lost writes) is not trusted: the segment is scanned from position 0."""
+    c = cfg(index_interval_bytes=500)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 20)
+    log.flush()
+    seg = log.active_segment
+    entries = [seg.offset_index.entry(i) for i in range(seg.offset_index.entries)]
+    log.close()
+    off, pos = entries[-1]
+    with open(seg.offset_index.path, "r+b") as f:  # the last entry names a later offset
+        f.seek((len(entries) - 1) * 8)
+        f.write(struct.pack(">ii", off + 1 - seg.base_offset, pos))
+    log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=False, recovery_point=40)
+    assert log2.log_end_offset == 40
+    again = log2.active_segment
+    assert [again.offset_index.entry(i) for i in range(again.offset_index.entries)] == entries
+
+
+def _files(d):
+    return {f: (os.stat(os.path.join(d, f)).st_size, os.stat(os.path.join(d, f)).st_mtime_ns)
+            for f in sorted(os.listdir(d))}
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_a_start_after_a_stop_writes_nothing_in_the_partition(tmp_path, clean):
+    """After a clean stop, or a crash of a broker that wrote nothing since its last flush,
+    a load finds everything in order and writes no file of the partition (indexes, epoch
+    cache, snapshots): a start costs reads only."""
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    log.become_leader(0)
+    fill(log, 30)
+    log.close()
+    before = _files(tmp_path / "t-0")
+    os.utime(tmp_path / "t-0", ns=(0, 0))
+    log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=clean, recovery_point=60)
+    log2.become_leader(2, write=False)
+    assert _files(tmp_path / "t-0") == before
+    assert log2.log_end_offset == 60 and log2.leader_epoch == 2
+    log2.close()
+    assert _files(tmp_path / "t-0") == before  # nothing appended: nothing to write at close either
+
+
+def test_indexes_of_trusted_segments_are_read_on_first_use(tmp_path):
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 30)
+    expect = {off: log.read(off, 1).records for off in (0, 9, 33, 59)}
+    ts = log.fetch_offset_by_timestamp(TS + 105)
+    log.close()
+    log2 = open_log(tmp_path / "t-0", c)
+    inactive = log2.segments[:-1]
+    assert len(inactive) >= 3 and not any(s.offset_index.loaded or s.time_index.loaded for s in inactive)
+    assert log2.read(9, 1).records == expect[9]
+    assert log2.segments[1].offset_index.loaded and not log2.segments[2].offset_index.loaded
+    assert {off: log2.read(off, 1).records for off in expect} == expect
+    assert log2.fetch_offset_by_timestamp(TS + 105) == ts
+    assert log2.max_timestamp_and_offset() == (TS + 291, 59)
+
+
+def test_crash_without_snapshot_replays_every_batch_large_and_small(tmp_path):
+    """Producer state after a crash that left no snapshot is rebuilt from every batch (large
+    batches are walked header by header): a retry of the last batch is still a duplicate,
+    the next sequence is still the next one."""
+    log = open_log(tmp_path / "t-0")
+    seq = 0
+    for i in range(12):
+        n = 1 if i % 3 else 40  # every third batch ~40 KB
+        log.append(rec.build_batch([Record(None, TS + i, None, b"x" * 1000, ()) for _ in range(n)],
+                                   producer_id=7, producer_epoch=0, base_sequence=seq))
+        last = (n, seq)
+        seq += n
+    leo = log.log_end_offset
+    for f in os.listdir(tmp_path / "t-0"):
+        if f.endswith(".snapshot"):
+            os.unlink(tmp_path / "t-0" / f)
+    log2 = open_log(tmp_path / "t-0", had_clean_shutdown=False, recovery_point=0)
+    n, first = last
+    retry = rec.build_batch([Record(None, TS + 11, None, b"x" * 1000, ()) for _ in range(n)],
+                            producer_id=7, producer_epoch=0, base_sequence=first)
+    assert log2.append(retry).base_offset == leo - n  # the duplicate's original offsets
+    nxt = rec.build_batch([Record(None, TS + 12, None, b"y", ())], producer_id=7, producer_epoch=0,
+                          base_sequence=seq)
+    assert log2.append(nxt).base_offset == leo
+
+
+def test_first_use_of_a_trusted_segment_from_two_threads(tmp_path):
+    """The log's owner and a log cleaner thread may touch a trusted segment's indexes first at
+    the same time: both see them whole, the files are read once."""
+    import threading
+    c = cfg(segment_bytes=3000, index_interval_bytes=400)
+    log = open_log(tmp_path / "t-0", c)
+    fill(log, 30)
+    log.close()
+    for _ in range(5):
+        log2 = open_log(tmp_path / "t-0", c)
+        seg = log2.segments[1]
+        results, start = [], threading.Barrier(2)
+
+        def use():
+            start.wait()
+            results.append((seg.offset_index.entries, seg.max_timestamp_so_far, seg.translate_offset(9).position))
+        threads = [threading.Thread(target=use) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(results) == 2 and results[0] == results[1] and results[0][0] > 0
+        log2.close()
+    # closing never reads a trusted segment's indexes (nothing to add to them)
+    log3 = open_log(tmp_path / "t-0", c)
+    log3.close()
+    assert not log3.segments[0].offset_index.loaded

@@ -1,6 +1,7 @@
 """The aborted-transaction index (``.txnindex``): Kafka's byte layout, ordering, truncation, search."""
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
@@ -76,3 +77,44 @@ def test_reset_and_delete(tmp_path):
     idx.flush()
     idx.delete()
     assert not path.exists() and idx.entries == []
+
+
+def kafkas_walk(entries, fetch_offset, upper_bound_offset):
+    """Kafka's TransactionIndex.collectAbortedTxns: every entry from the first."""
+    out = []
+    for e in entries:
+        if e.last_offset >= fetch_offset and e.first_offset < upper_bound_offset:
+            out.append(e)
+        if e.last_stable_offset >= upper_bound_offset:
+            return out, True
+    return out, False
+
+
+def test_collect_starts_at_the_range_and_answers_as_kafkas_walk(tmp_path):
+    """A log of interleaved transactions, some aborted: every (fetch offset, bound) answers what
+    Kafka's walk from the first entry answers."""
+    rng = random.Random(7)
+    idx = TransactionIndex(str(tmp_path / "r.txnindex"), 0)
+    open_txns: dict[int, int] = {}  # producer -> first offset
+    offset = 0
+    for _ in range(600):
+        pid = rng.randrange(6)
+        if pid in open_txns and rng.random() < 0.3:
+            first = open_txns.pop(pid)
+            marker = offset
+            offset += 1
+            lso = min(open_txns.values(), default=offset)
+            if rng.random() < 0.5:
+                idx.append(AbortedTxn(pid, first, marker, lso))
+        else:
+            open_txns.setdefault(pid, offset)
+            offset += rng.randrange(1, 4)
+    entries = idx.entries
+    assert len(entries) > 50
+    assert all(a.last_stable_offset <= b.last_stable_offset for a, b in zip(entries, entries[1:]))
+    for _ in range(3000):
+        fetch = rng.randrange(offset + 5)
+        bound = fetch + rng.randrange(60)
+        out = []
+        done = idx.collect_aborted_txns(fetch, bound, out)
+        assert (out, done) == kafkas_walk(entries, fetch, bound), (fetch, bound)
