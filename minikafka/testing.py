@@ -95,6 +95,9 @@ class Record(NamedTuple):
 # small utilities
 # --------------------------------------------------------------------------
 
+BIND_FAILED = "Address already in use"  # the broker's one line when its listener cannot bind
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -158,6 +161,7 @@ class BrokerProcess:
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
+        self._port_is_ours = port is None  # free_port() chose it: another may be chosen
         self.overrides = dict(overrides or {})
         self.extra_env = dict(env or {})
         # finalized feature levels for a new data dir (`minikafka format --feature`), e.g.
@@ -235,7 +239,23 @@ class BrokerProcess:
 
     # -- lifecycle -----------------------------------------------------------
     def start(self, timeout: float = START_TIMEOUT) -> "BrokerProcess":
-        """Start and wait for the ready line (raises ``BrokerError`` if it exits first)."""
+        """Start and wait for the ready line (raises ``BrokerError`` if it exits first).
+
+        free_port() only finds a port that was free a moment ago: if another process took it
+        before the broker's first start could bind it, that start is made again on another
+        free port (a restart keeps its port: clients know it)."""
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except BrokerError:
+                if not (self._port_is_ours and self.starts == 1 and attempt < 2
+                        and BIND_FAILED in self.log_text(current_run_only=True)):
+                    raise
+                self.starts = 0
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout: float) -> "BrokerProcess":
         if self.running:
             raise BrokerError(f"broker {self.name} already running (pid {self.pid})")
         self._reap()  # a run that ended by itself (a fault point): keep its exit code
