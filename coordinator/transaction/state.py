@@ -106,7 +106,8 @@ def encode_value_by_schema(md: TransactionMetadata, version: int = 1) -> bytes:
     not 0) and the producer ids of an epoch exhaustion (tagged, written when set): the next
     producer id while a transactions V2 commit or abort moves to it, and the previous one while
     it differs from the current (right after a rotation). Kafka 4.1 writes neither producer id,
-    so it forgets them across a coordinator reload; later Kafka versions write them as here."""
+    so it forgets them across a coordinator reload (tests/conformance/DIFFERENCES.md,
+    rotation-survives-reload)."""
     by_topic: dict[str, list[int]] = {}
     for topic, part in md.sorted_partitions():
         by_topic.setdefault(topic, []).append(part)

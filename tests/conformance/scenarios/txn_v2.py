@@ -17,7 +17,7 @@ finalized level does and does not change (the request version decides).
 """
 import uuid
 
-from ..dsl import (TV2, Scenario, Topic, add_offsets, add_partitions, await_settled, await_txn, batch, call,
+from ..dsl import (TV2, Differs, Scenario, Topic, add_offsets, add_partitions, await_settled, await_txn, batch, call,
                    describe_producers, describe_txn, end_txn, fetch, idem_produce, init_pid, list_transactions,
                    offset_fetch, produce, produce_parts, ref, repeat, restart, txn_offset_commit,
                    txn_produce, write_markers)
@@ -543,6 +543,17 @@ SCENARIOS = [
         describe_txn(),
         end2("a", commit=True),
     ]),
+    V2("txn_v2/restart/retry_after_rotation", "kill -9 after a rotating commit: the producer's retry of that "
+       "EndTxn (the old producer id at 32766) after the reload. Kafka 4.1 writes neither producer id of the "
+       "rotation to __transaction_state, so it no longer recognises the retry; minikafka keeps them.", [
+        *exhaust("x"),
+        begin("x", ["x"]),
+        end2("x", save="n"),
+        await_txn("CompleteCommit"),
+        restart(kill=True),
+        end2("x", commit=True),
+        describe_txn(),
+    ], differs={8: Differs("rotation-survives-reload", {"error_code": 0, "producer_id": "P2", "producer_epoch": 0})}),
     V2("txn_v2/restart/after_rotation", "kill -9 right after a rotating commit completed: the new producer id "
        "at epoch 0 is what the coordinator has after the restart.", [
         *exhaust("x"),
