@@ -69,7 +69,8 @@ def across_a_restart(b, topic: str, got, failed) -> None:
     # the consumer, polling on at the end of the log, holds an incremental session of every partition
     wait_until(lambda: sessions(b) == (1, PARTITIONS), 30, message=lambda: f"sessions {sessions(b)}")
     b.restart()
-    assert sessions(b) == (0, 0)
+    # (no check of an empty cache here: the consumer may already hold a new session; the
+    # sessions live in memory only, so any session after the restart is a new one)
     expected += produce(b, topic, "b")
     wait_until(lambda: len(got()) >= len(expected) or failed(), 90,
                message=lambda: f"consumer has {len(got())}/{len(expected)} records after the restart")
