@@ -2,6 +2,8 @@
 
     minikafka [--config conf/broker.properties] [--override key=value ...]
     minikafka healthcheck [--bootstrap-server HOST:PORT]
+    minikafka format [--config F] [--feature transaction.version=1 ...]     (kafka-storage.sh format)
+    minikafka features --bootstrap-server HOST:PORT describe|upgrade|downgrade|disable   (kafka-features.sh)
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ SUBCOMMANDS = {
     "dump-log": "minikafka.broker.tools.dump_log",
     "configs": "minikafka.broker.tools.configs",
     "acls": "minikafka.broker.tools.acls",
+    "features": "minikafka.broker.tools.features",
+    "format": "minikafka.broker.tools.format",
 }
 
 

@@ -47,7 +47,8 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
         overrides.update(sasl_listener_settings(sasl_port),
                          listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}")
     b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
-                      env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name)
+                      env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
+                      features=scenario.features)
     b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"
     b.start()
     warm_up(b.bootstrap, timeout=30)
