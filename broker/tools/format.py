@@ -2,13 +2,17 @@
 
     minikafka format [--config FILE] [--override KEY=VALUE ...] [--feature NAME=LEVEL ...]
                      [--cluster-id ID] [--ignore-formatted]
+                     [--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]' ...]
 
 Writes ``meta.properties`` (node id, cluster id, directory id) and the finalized feature
 levels (Kafka 4.1's defaults, transaction.version=2, unless ``--feature`` says otherwise,
 e.g. ``--feature transaction.version=1``) into the first of ``log.dirs``. A broker
 starting on a data dir that was never formatted formats it with the defaults, so this
 is needed only to start with other levels (``minikafka features`` changes them later).
-A formatted dir is refused (exit 1) unless ``--ignore-formatted``; a dir held by a
+``--add-scram`` stores SCRAM credentials (salted and hashed, as AlterUserScramCredentials
+would; ``iterations=`` optional, 4096 by default) so that the first user of a SASL-only broker
+exists before it starts, as kafka-storage.sh's. A formatted dir is refused (exit 1) unless
+``--ignore-formatted``; a dir held by a
 running broker is refused too. Messages are kafka-storage.sh's.
 """
 from __future__ import annotations
@@ -23,6 +27,30 @@ from minikafka.broker.features import (METADATA_VERSION, FeatureError, Finalized
 from minikafka.storage.checkpoint import (META_PROPERTIES, random_kafka_uuid, uuid_from_base64, uuid_to_base64,
                                           write_properties)
 from minikafka.storage.log_manager import DirLock, LogDirLockedError
+from minikafka.storage.security_store import ScramCredentialStore
+from minikafka.broker.security.sasl import (SCRAM_HASHES, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS,
+                                            salted_password, scram_keys)
+
+
+def _scram_credential(text: str):
+    """kafka-storage.sh's --add-scram syntax -> (user, mechanism, (salt, stored key, server key, iterations))."""
+    import re
+    import secrets
+    m = re.fullmatch(r"\s*([A-Z0-9-]+)=\[(.*)\]\s*", text)
+    if not m or m.group(1) not in SCRAM_HASHES:
+        raise ValueError(f"Invalid --add-scram {text!r}: expected SCRAM-SHA-256=[name=...,password=...] "
+                         "or SCRAM-SHA-512=[...]")
+    opts = dict(kv.split("=", 1) for kv in m.group(2).split(",") if "=" in kv)
+    name, password = opts.get("name", "").strip('"'), opts.get("password", "").strip('"')
+    if not name or not password:
+        raise ValueError(f"Invalid --add-scram {text!r}: name and password are required")
+    iterations = int(opts.get("iterations", SCRAM_MIN_ITERATIONS))
+    if not SCRAM_MIN_ITERATIONS <= iterations <= SCRAM_MAX_ITERATIONS:
+        raise ValueError(f"Invalid --add-scram {text!r}: iterations must be between "
+                         f"{SCRAM_MIN_ITERATIONS} and {SCRAM_MAX_ITERATIONS}")
+    mech, salt = m.group(1), secrets.token_bytes(32)
+    stored, server = scram_keys(mech, salted_password(mech, password, salt, iterations))
+    return name, mech, (salt, stored, server, iterations)
 
 
 def main(argv: list[str]) -> int:
@@ -34,7 +62,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cluster-id", "-t", help="the cluster id (22 characters, base64url); random if not given")
     ap.add_argument("--ignore-formatted", "-g", action="store_true",
                     help="exit 0 when the data dir is already formatted")
+    ap.add_argument("--add-scram", "-S", action="append", default=[], metavar="MECHANISM=[name=U,password=P]",
+                    help="a SCRAM credential to store, e.g. 'SCRAM-SHA-256=[name=alice,password=alice-secret]'")
     args = ap.parse_args(argv)
+    try:
+        scram = [_scram_credential(text) for text in args.add_scram]
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
+        return 1
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as e:
@@ -73,6 +108,8 @@ def main(argv: list[str]) -> int:
         # the levels first: meta.properties is what marks the dir as formatted
         ff = FinalizedFeatures(FinalizedFeatures.path_in(d), levels, 1)
         ff.save()
+        if scram:
+            ScramCredentialStore(d).apply(scram, [])
         write_properties(os.path.join(d, META_PROPERTIES),
                          {"node.id": str(config.node_id), "directory.id": uuid_to_base64(random_kafka_uuid()),
                           "version": "1", "cluster.id": cluster_id})

@@ -192,3 +192,24 @@ def test_client_auth_on_sasl_ssl_only_with_the_listener_prefix(certs):
             "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN}
     assert load(**base, **{"ssl.client.auth": "required"}).listeners[0].client_auth == "none"
     assert load(**base, **{"listener.name.sasl_ssl.ssl.client.auth": "required"}).listeners[0].client_auth == "required"
+
+
+def test_format_add_scram_stores_a_usable_credential(tmp_path):
+    """`minikafka format --add-scram` (kafka-storage.sh's): the first SASL user exists before the start."""
+    import base64
+    import hashlib
+    import hmac
+    import json
+    r = subprocess.run([sys.executable, "-m", "minikafka", "format", "--override", f"log.dirs={tmp_path}",
+                        "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret,iterations=8192]"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "scram-credentials.json").read_text()
+    assert "admin-secret" not in text
+    c = json.loads(text)["admin"]["SCRAM-SHA-512"]
+    salted = hashlib.pbkdf2_hmac("sha512", b"admin-secret", base64.b64decode(c["salt"]), 8192)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha512).digest()
+    assert base64.b64decode(c["stored_key"]) == hashlib.sha512(client_key).digest() and c["iterations"] == 8192
+    bad = subprocess.run([sys.executable, "-m", "minikafka", "format", "--override", f"log.dirs={tmp_path}/b",
+                          "--add-scram", "SCRAM-SHA-1=[name=a,password=b]"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and "--add-scram" in bad.stderr
