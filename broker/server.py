@@ -279,9 +279,7 @@ async def send_response(stream, parts: list) -> None:
         await stream.send_all(parts[0])
         return
     if not isinstance(stream, trio.SocketStream):
-        # TLS (trio.SSLStream): the bytes must go through the TLS stream, never sendfile'd to the
-        # raw socket; slices are read and the frame written as one, not one TLS record a chunk
-        await stream.send_all(b"".join(part.read() if isinstance(part, FileSlice) else part for part in parts))
+        await _send_through(stream, parts)
         return
     sock = stream.socket
     if not hasattr(os, "sendfile"):
@@ -296,6 +294,27 @@ async def send_response(stream, parts: list) -> None:
         else:
             await _write_all(sock, fd, memoryview(part))
     await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
+
+
+# what a TLS answer is written in: big enough for full TLS records, small enough that a 50 MB
+# Fetch answer is never one bytes object
+_TLS_WRITE = 1 << 20
+
+
+async def _send_through(stream, parts: list) -> None:
+    """TLS (trio.SSLStream): the bytes must go through the TLS stream, never sendfile'd to the raw
+    socket. Small chunks are gathered, not written one TLS record each; slices are read as they go."""
+    pending: list = []
+    size = 0
+    for part in parts:
+        data = part.read() if isinstance(part, FileSlice) else part
+        pending.append(data)
+        size += len(data)
+        if size >= _TLS_WRITE:
+            await stream.send_all(b"".join(pending))
+            pending, size = [], 0
+    if pending:
+        await stream.send_all(b"".join(pending))
 
 
 async def _write_all(sock, fd: int, view: memoryview) -> None:
