@@ -63,7 +63,9 @@ schema:
 # Record tests/conformance/golden from a real Apache Kafka 4.1 (../reference, see
 # tests/conformance/README.md); ARGS='-k txn/' for some scenarios, ARGS=--check to compare.
 conformance-record: $(VENV)/.installed
-	cd tests && $(abspath $(PY)) -m conformance.record $(ARGS)
+	# (the checkout's root on PYTHONPATH: this checkout's code, whatever checkout the venv's
+	# editable install points at)
+	cd tests && PYTHONPATH=$(CURDIR) $(abspath $(PY)) -m conformance.record $(ARGS)
 
 # Side by side with Apache Kafka: ARGS='--reference-bootstrap 127.0.0.1:19092' (see bench/throughput.py).
 # Then throughput over TLS beside plaintext (bench/tls.py, minikafka alone).
