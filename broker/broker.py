@@ -12,6 +12,7 @@ import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import LogConfig
+from minikafka.storage.dynamic_config import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
@@ -117,10 +118,12 @@ class Broker:
             offsets_partitions=cfg["offsets.topic.num.partitions"],
         )
         self.txn_coordinator.load()
+        self.dynamic_configs = DynamicConfigStore(self.config.log_dir)
         # --- group coordinator: groups and offsets rebuilt from __consumer_offsets ---
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
-            lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
+            lambda: self.ensure_internal_topic(OFFSETS_TOPIC)),
+            topics=self.assignable_topics, group_configs=self.dynamic_configs.group)
         self.group_coordinator.load(now_ms())
         if trace is not None:
             trace.mark("coordinators")
@@ -295,6 +298,11 @@ class Broker:
     @staticmethod
     def is_internal(name: str) -> bool:
         return name in INTERNAL_TOPICS
+
+    def assignable_topics(self) -> dict:
+        """{name: (topic id, partitions)} of the topics a consumer group may be assigned (KIP-848)."""
+        return {name: (info.topic_id, info.num_partitions) for name, info in self.logs.topics().items()
+                if name not in INTERNAL_TOPICS}
 
     def topic_by_id(self, topic_id):
         for info in self.logs.topics().values():

@@ -1,5 +1,5 @@
 """DescribeCluster (60): one broker, which is also the controller."""
-from .common import NO_AUTH_OPS
+from .common import CLUSTER_AUTHORIZED_OPS, NO_AUTH_OPS
 
 API_KEY = 60
 VERSIONS = (0, 1)
@@ -16,5 +16,6 @@ async def handle(conn, header, req):
         "throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": 1,
         "cluster_id": broker.logs.cluster_id, "controller_id": broker.node_id,
         "brokers": [{"broker_id": broker.node_id, "host": host, "port": port, "rack": None, "is_fenced": False}],
-        "cluster_authorized_operations": NO_AUTH_OPS,
+        "cluster_authorized_operations": CLUSTER_AUTHORIZED_OPS if req.include_cluster_authorized_operations
+        else NO_AUTH_OPS,
     }
