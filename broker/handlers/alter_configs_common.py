@@ -18,13 +18,17 @@ Kafka's checks and error codes:
   to remove).
 * BROKER_LOGGER (incremental only): Python loggers stand in for log4j ones; see
   :mod:`.loggers`.
-* CLIENT_METRICS and GROUP configs are not supported: INVALID_REQUEST.
+* GROUP (KIP-848): the keys of :mod:`..group_configs`, checked against the broker's
+  group.* bounds (INVALID_CONFIG, Kafka's words); an empty name is INVALID_REQUEST.
+  Overrides are stored in the DynamicConfigStore and read by the group coordinator.
+* CLIENT_METRICS configs are not supported: INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
 from ..config import DEFS, _list
+from .. import group_configs
 from .common import topic_name_error
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -146,6 +150,32 @@ def alter_broker(configs, incremental: bool) -> None:
                          f"Cannot update these configs dynamically: Set({', '.join(changed)})")
 
 
+# ------------------------------------------------------------------- group
+def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
+    if res.resource_name == "":
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    if incremental:
+        new = dict(broker.dynamic_configs.group(res.resource_name))
+        for c in res.configs:
+            op = c.config_operation
+            if op == SET:
+                new[c.name] = c.value
+            elif op == DELETE:
+                new.pop(c.name, None)
+            elif op in (APPEND, SUBTRACT):
+                if c.name not in group_configs.GROUP_CONFIGS:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {c.name}")
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+    else:
+        new = {c.name: c.value for c in res.configs}
+    group_configs.validate(broker.config, new)
+    if not validate_only:
+        broker.dynamic_configs.set_group(res.resource_name, new)
+
+
 def response_entry(res, err: KafkaError | None = None) -> dict:
     return {"error_code": int(err.code) if err else 0, "error_message": err.message if err else None,
             "resource_type": res.resource_type, "resource_name": res.resource_name}
@@ -172,7 +202,9 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
                 alter_broker(res.configs, incremental=incremental)
             elif res.resource_type == BROKER_LOGGER and logger_apply is not None:
                 logger_apply(broker, res.resource_name, res.configs, req.validate_only)
-            elif res.resource_type in (CLIENT_METRICS, GROUP):
+            elif res.resource_type == GROUP:
+                alter_group(broker, res, incremental, req.validate_only)
+            elif res.resource_type == CLIENT_METRICS:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Resource type {res.resource_type} is not supported by this broker")
             else:

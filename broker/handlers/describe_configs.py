@@ -2,12 +2,13 @@
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs
 from ..config import DEFS, LONG_MAX
+from .. import group_configs
 from . import loggers
 
 API_KEY = 32
 VERSIONS = (1, 4)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 # ConfigSource / ConfigType values from DescribeConfigsResponse
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
@@ -71,6 +72,9 @@ async def handle(conn, header, req):
                             "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
                             "config_type": 0, "documentation": None}
                            for name, level in loggers.loggers().items()]
+            elif res.resource_type == GROUP:
+                configs = group_configs.describe(broker.config, broker.dynamic_configs.group(res.resource_name),
+                                                 req.include_synonyms)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")
             if res.configuration_keys is not None:
