@@ -1,0 +1,178 @@
+"""KIP-848 with real clients (group.protocol=consumer): confluent-kafka members in
+subprocesses (tests/cg_worker.py) and the Java consumer 4.1.
+
+Short timeouts keep these tests quick: the broker gives members a 300 ms heartbeat interval
+and removes a silent one after 2 s (group.consumer.session.timeout.ms).
+"""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from harness import wait_until
+from rawclient import RawClient
+
+WORKER = Path(__file__).resolve().parents[1] / "cg_worker.py"
+FAST_GROUPS = {"group.consumer.heartbeat.interval.ms": 300, "group.consumer.min.heartbeat.interval.ms": 100,
+               "group.consumer.session.timeout.ms": 2000, "group.consumer.min.session.timeout.ms": 1000,
+               "group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 1000}
+
+
+class Member:
+    """A cg_worker subprocess; its JSON lines are read by a thread."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, *extra: str):
+        self.proc = subprocess.Popen([sys.executable, str(WORKER), bootstrap, group, topic, *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.assigned: list[int] = []
+        self.committed = 0
+        self.events: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            self.events.append(ev)
+            if "assigned" in ev:
+                self.assigned = ev["assigned"]
+            if "committed" in ev:
+                self.committed = ev["committed"]
+
+    def leave(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+    def crash(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self.assigned = []
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def describe(bootstrap: str, group: str):
+    with RawClient.to(bootstrap) as c:
+        return c.request(69, 0, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+
+
+def balanced(members: list[Member], partitions: int) -> bool:
+    got = [p for m in members for p in m.assigned]
+    sizes = [len(m.assigned) for m in members]
+    return sorted(got) == list(range(partitions)) and max(sizes) - min(sizes) <= 1
+
+
+def produce(bootstrap: str, topic: str, start: int, n: int, partitions: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(start, start + n):
+        p.produce(topic, str(i).encode(), key=str(i).encode(), partition=i % partitions)
+    assert p.flush(30) == 0
+
+
+@pytest.fixture
+def fast_broker(broker_factory):
+    return broker_factory(overrides=FAST_GROUPS)
+
+
+def test_four_members_join_leave_crash_and_broker_kill(fast_broker):
+    """4 members over 8 partitions; a 5th joins and leaves; one crashes and its partitions move
+    after the session timeout; the broker is killed -9 and the group carries on with the same
+    epochs and assignments."""
+    b = fast_broker
+    topic, group = f"cg-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 8) == 0
+    members = [Member(b.bootstrap, group, topic) for _ in range(4)]
+    try:
+        wait_until(lambda: balanced(members, 8) and all(len(m.assigned) == 2 for m in members), 30,
+                   message=lambda: [m.assigned for m in members])
+        fifth = Member(b.bootstrap, group, topic)
+        members.append(fifth)
+        wait_until(lambda: balanced(members, 8) and fifth.assigned, 30, message=lambda: [m.assigned for m in members])
+        fifth.leave()
+        members.remove(fifth)
+        wait_until(lambda: balanced(members, 8) and all(len(m.assigned) == 2 for m in members), 30,
+                   message=lambda: [m.assigned for m in members])
+        # a crash: nothing is sent; the coordinator notices after the session timeout
+        victim = members.pop()
+        lost = list(victim.assigned)
+        crashed_at = time.monotonic()
+        victim.crash()
+        wait_until(lambda: balanced(members, 8), 30, message=lambda: [m.assigned for m in members])
+        assert time.monotonic() - crashed_at >= 1.5, "partitions moved before the session timeout"
+        assert set(lost) <= {p for m in members for p in m.assigned}
+        before = describe(b.bootstrap, group)
+        assert before.group_state == "Stable" and len(before.members) == 3
+        b.kill()
+        b.start()
+        after = describe(b.bootstrap, group)
+        assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
+        assert {m.member_id: (m.member_epoch, sorted(m.assignment.topic_partitions[0].partitions))
+                for m in after.members} == \
+               {m.member_id: (m.member_epoch, sorted(m.assignment.topic_partitions[0].partitions))
+                for m in before.members}
+        # the members heartbeat on with their epochs: nobody is fenced, nothing moves
+        deadline_epoch = after.group_epoch
+        wait_until(lambda: all(m.member_epoch == deadline_epoch for m in describe(b.bootstrap, group).members)
+                   and len(describe(b.bootstrap, group).members) == 3, 10)
+        assert balanced(members, 8)
+    finally:
+        for m in members:
+            m.close()
+
+
+def read_values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    out = []
+    with RawClient.to(bootstrap) as c:
+        for p in range(partitions):
+            _, batches = c.fetch_all(topic, p, isolation=1)
+            for hdr, recs in batches:
+                if not hdr.is_control:
+                    out += [r.value for r in recs]
+    return out
+
+
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_eos_consume_transform_produce_nothing_twice(fast_broker, protocol):
+    """Two exactly-once workers share the input; one is killed -9 mid-way and a third takes
+    its place; every input record is in the output exactly once (read_committed)."""
+    b = fast_broker
+    src, dst, group = f"in-{uuid.uuid4().hex[:6]}", f"out-{uuid.uuid4().hex[:6]}", f"eos-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(src, 8) == 0
+        assert c.create_topic(dst, 4) == 0
+    n = 600
+    produce(b.bootstrap, src, 0, n // 2, 8)
+    args = ("--protocol", protocol, "--eos", dst)
+    w1 = Member(b.bootstrap, group, src, *args, f"tx-{group}-1")
+    w2 = Member(b.bootstrap, group, src, *args, f"tx-{group}-2")
+    workers = [w1, w2]
+    try:
+        wait_until(lambda: w1.committed + w2.committed > 0, 60, message=lambda: (w1.events[-3:], w2.events[-3:]))
+        w2.crash()
+        produce(b.bootstrap, src, n // 2, n // 2, 8)
+        w3 = Member(b.bootstrap, group, src, *args, f"tx-{group}-3")
+        workers.append(w3)
+        wait_until(lambda: len(read_values(b.bootstrap, dst, 4)) >= n, 90,
+                   message=lambda: (len(read_values(b.bootstrap, dst, 4)), w1.events[-3:], w3.events[-3:]))
+        values = read_values(b.bootstrap, dst, 4)
+        dupes = {v for v in values if values.count(v) > 1}
+        assert not dupes, f"consumed twice: {sorted(dupes)[:10]}"
+        assert sorted(values) == sorted(b"out:%d" % i for i in range(n))
+    finally:
+        for w in workers:
+            w.close()
