@@ -176,3 +176,75 @@ def test_eos_consume_transform_produce_nothing_twice(fast_broker, protocol):
     finally:
         for w in workers:
             w.close()
+
+
+# ------------------------------------------------------------------ the Java client 4.1
+def java(java_client, mode: str, *args: str) -> list[str]:
+    return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", java_client.classpath,
+            "TxnTool", mode, *args]
+
+
+def test_java_consumer_protocol_group_commits_and_resumes(fast_broker, java_client):
+    """The Java consumer with group.protocol=consumer reads, commits (OffsetCommit v9 with its
+    member epoch), and a second run of the group resumes from there."""
+    b = fast_broker
+    topic, group = f"jcg-{uuid.uuid4().hex[:6]}", f"jg-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 3) == 0
+    produce(b.bootstrap, topic, 0, 30, 3)
+
+    def run(expected):
+        r = subprocess.run(java(java_client, "group-consume", "--bootstrap", b.bootstrap, "--topics", topic,
+                                "--group", group, "--expected", str(expected), "--timeout-ms", "30000",
+                                "--group-protocol", "consumer"), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        lines = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+        return [d["value"] for d in lines if d["type"] == "record"], lines[-1]
+
+    values, summary = run(30)
+    assert summary["assignment"] == 3 and sorted(values) == sorted(str(i) for i in range(30))
+    produce(b.bootstrap, topic, 30, 3, 3)
+    values, _ = run(3)
+    assert sorted(values) == ["30", "31", "32"]  # resumed from the committed offsets
+
+
+def test_java_eos_members_nothing_twice(fast_broker, java_client):
+    """Two Java exactly-once members (group.protocol=consumer, offsets in the transaction by
+    member epoch); once both have their partitions one is killed -9, more input arrives and a
+    third member joins (the first must revoke while it works): every input once in the output."""
+    b = fast_broker
+    src, dst, group = f"jin-{uuid.uuid4().hex[:6]}", f"jout-{uuid.uuid4().hex[:6]}", f"jeos-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(src, 8) == 0
+        assert c.create_topic(dst, 4) == 0
+    n = 400
+    produce(b.bootstrap, src, 0, n // 2, 8)
+    procs = []
+
+    def member(i):
+        p = subprocess.Popen(java(java_client, "eos-member", "--bootstrap", b.bootstrap, "--topics", src,
+                                  "--group", group, "--out", dst, "--transactional-id", f"tx-{group}-{i}",
+                                  "--duration-ms", "60000"),
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(p)
+        return p
+
+    try:
+        m1, m2 = member(1), member(2)
+
+        def settled():
+            g = describe(b.bootstrap, group)
+            return g.group_state == "Stable" and len(g.members) == 2
+        wait_until(settled, 60, message=lambda: describe(b.bootstrap, group))
+        m2.kill()  # its partitions move after the session timeout, from its last committed offsets
+        produce(b.bootstrap, src, n // 2, n // 2, 8)
+        member(3)
+        wait_until(lambda: len(read_values(b.bootstrap, dst, 4)) >= n, 90,
+                   message=lambda: len(read_values(b.bootstrap, dst, 4)))
+        values = read_values(b.bootstrap, dst, 4)
+        assert sorted(values) == sorted(b"out:%d" % i for i in range(n))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
