@@ -151,6 +151,19 @@ DEFS: dict[str, tuple] = {
     "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }
 
+# Keys Kafka 4.1 lets AlterConfigs/IncrementalAlterConfigs change on a running broker
+# (DynamicBrokerConfig; read_only=false in its DescribeConfigs) that minikafka applies at
+# run time. Kafka's listeners and listener.security.protocol.map are dynamic too; here they
+# are not (a listener is bound once).
+DYNAMIC_BROKER_CONFIGS = frozenset({
+    "compression.type", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy", "log.flush.interval.messages",
+    "log.flush.interval.ms", "log.index.interval.bytes", "log.message.timestamp.type", "log.retention.bytes",
+    "log.retention.ms", "log.roll.ms", "log.segment.bytes", "message.max.bytes", "producer.id.expiration.ms",
+    "transaction.partition.verification.enable",
+})
+
 ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
 # Alternative units Kafka accepts for the same setting: key -> (canonical key, factor to ms)
 UNIT_ALIASES = {
@@ -172,6 +185,10 @@ IGNORED = {
 class BrokerConfig:
     def __init__(self, values: dict[str, object], originals: dict[str, str], raw: dict[str, str] | None = None):
         self._values = values
+        # dynamic broker configs (AlterConfigs on BROKER): "" (cluster default) and this node's
+        # id -> {key: text}; with_dynamic() makes the effective config, this one stays static
+        self.dynamic: dict[str, dict[str, str]] = {}
+        self.static: "BrokerConfig" = self
         self.originals = originals  # canonical keys the user set explicitly (for DescribeConfigs sources)
         self.raw = dict(raw or {})  # exactly what the user wrote (key -> text), aliases included
 
@@ -191,6 +208,19 @@ class BrokerConfig:
     @property
     def log_dir(self) -> str:
         return self["log.dirs"][0]
+
+    def with_dynamic(self, dynamic: dict[str, dict[str, str]]) -> "BrokerConfig":
+        """The effective config: static properties, then the cluster-wide dynamic defaults,
+        then this node's dynamic settings (Kafka's precedence). Raises ConfigError."""
+        raw = dict(self.static.raw)
+        for layer in (dynamic.get("", {}), dynamic.get(str(self.static.node_id), {})):
+            raw.update({k: v for k, v in layer.items() if k in DYNAMIC_BROKER_CONFIGS})
+        out = type(self).from_dict(raw)
+        out.originals = self.static.originals
+        out.raw = raw
+        out.static = self.static
+        out.dynamic = {k: dict(v) for k, v in dynamic.items()}
+        return out
 
     @classmethod
     def load(cls, path: str | None = None, overrides: list[str] | dict | None = None) -> "BrokerConfig":
