@@ -74,7 +74,7 @@ async def handle(conn, header, req):
     broker = conn.broker
     results = []
     for res in req.resources:
-        r = {"error_code": 0, "error_message": None, "resource_type": res.resource_type,
+        r = {"error_code": 0, "error_message": "", "resource_type": res.resource_type,
              "resource_name": res.resource_name, "configs": []}
         try:
             if res.resource_type == TOPIC:

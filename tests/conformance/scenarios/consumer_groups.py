@@ -352,3 +352,55 @@ SCENARIOS = [
         call(60, 0, {"include_cluster_authorized_operations": False}),
     ]),
 ]
+
+
+def describe_config(rtype: int, name: str, keys=None, synonyms: bool = True, **kw):
+    return call(32, 4, {"resources": [{"resource_type": rtype, "resource_name": name, "configuration_keys": keys}],
+                        "include_synonyms": synonyms, "include_documentation": False}, **kw)
+
+
+def alter_config(rtype: int, name: str, entries, validate_only: bool = False, **kw):
+    """IncrementalAlterConfigs: entries = [(key, op, value)], op 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT."""
+    return call(44, 1, {"resources": [{"resource_type": rtype, "resource_name": name, "configs": [
+        {"name": k, "config_operation": op, "value": v} for k, op, v in entries]}],
+        "validate_only": validate_only}, **kw)
+
+
+GROUP, BROKER = 32, 4
+
+SCENARIOS += [
+    Scenario("admin/group_config/describe_alter_delete", "A GROUP resource: Kafka 4.1's keys and defaults; "
+             "an override is GROUP_CONFIG; values outside the broker's bounds, unknown keys, non-numbers and "
+             "APPEND are INVALID_CONFIG; an empty name INVALID_REQUEST; DELETE restores the default.", steps=[
+        describe_config(GROUP, "{g}"),
+        alter_config(GROUP, "{g}", [("consumer.session.timeout.ms", 0, "50000")]),
+        alter_config(GROUP, "{g}", [("consumer.session.timeout.ms", 0, "5000")]),
+        alter_config(GROUP, "{g}", [("consumer.heartbeat.interval.ms", 0, "99999")]),
+        alter_config(GROUP, "{g}", [("nope.key", 0, "1")]),
+        alter_config(GROUP, "{g}", [("consumer.session.timeout.ms", 0, "abc")]),
+        alter_config(GROUP, "{g}", [("consumer.heartbeat.interval.ms", 2, "6000")]),
+        alter_config(GROUP, "", [("consumer.session.timeout.ms", 0, "50000")]),
+        describe_config(GROUP, "{g}", ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"]),
+        describe_config(GROUP, "{g}", ["consumer.session.timeout.ms"], synonyms=False),
+        alter_config(GROUP, "{g}", [("consumer.session.timeout.ms", 1, None)]),
+        describe_config(GROUP, "{g}", ["consumer.session.timeout.ms"]),
+    ]),
+    Scenario("cg/group_config/heartbeat_interval", "consumer.heartbeat.interval.ms set on the group is what "
+             "its members are told.", topics=T4, steps=[
+        alter_config(GROUP, "{g}", [("consumer.heartbeat.interval.ms", 0, "6000")]),
+        hb(save="a"),
+    ]),
+    Scenario("admin/broker_config/dynamic_alter", "IncrementalAlterConfigs on the BROKER resource: static keys "
+             "are refused, unknown keys accepted, bad values INVALID_REQUEST, dynamic keys set and deleted "
+             "(validate_only and for real), on the node and as the cluster default.", steps=[
+        alter_config(BROKER, "1", [("log.dirs", 0, "/tmp/x")], validate_only=True),
+        alter_config(BROKER, "1", [("num.partitions", 0, "3")], validate_only=True),
+        alter_config(BROKER, "1", [("no.such.key", 0, "3")], validate_only=True),
+        alter_config(BROKER, "1", [("log.retention.ms", 0, "abc")], validate_only=True),
+        alter_config(BROKER, "1", [("log.retention.ms", 0, "604800001")]),
+        alter_config(BROKER, "1", [("log.retention.ms", 1, None)]),
+        alter_config(BROKER, "", [("log.cleaner.backoff.ms", 0, "15001")]),
+        alter_config(BROKER, "", [("log.cleaner.backoff.ms", 1, None)]),
+        alter_config(BROKER, "2", [("log.cleaner.backoff.ms", 0, "15001")]),
+    ]),
+]
