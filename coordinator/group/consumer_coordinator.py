@@ -135,6 +135,8 @@ class ConsumerGroupMixin:
             _validate(version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                       subscribed_topic_names, subscribed_topic_regex, topic_partitions, server_assignor,
                       self.config.consumer_assignors)
+            if version == 0 and member_epoch == 0 and not member_id:
+                member_id = _random_member_id()  # v0: the coordinator names new members (v1: the client)
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._consumer_leave(group_id, member_id, member_epoch, instance_id, now_ms)
             return self._consumer_join_or_heartbeat(
@@ -349,6 +351,8 @@ class ConsumerGroupMixin:
         if err is not None:
             return err
         g.consumer = new
+        if not new.members:
+            g.state_timestamp_ms = now_ms  # offsets of an empty group expire from now (offsets.retention.minutes)
         log.info("group %s: member %s removed (%s), group epoch %d", gid, member_id, why, new.group_epoch)
         return None
 
@@ -473,6 +477,13 @@ class ConsumerGroupMixin:
             m.member_epoch, m.previous_member_epoch, m.state = v.member_epoch, v.previous_member_epoch, v.state
             m.assigned = _assignment(v.assigned_partitions)
             m.pending_revocation = _assignment(v.partitions_pending_revocation)
+
+
+def _random_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 of 16 random bytes, unpadded."""
+    import base64
+    import uuid as _uuid
+    return base64.urlsafe_b64encode(_uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def _assignment(tps) -> dict:

@@ -248,3 +248,30 @@ def test_java_eos_members_nothing_twice(fast_broker, java_client):
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
+
+
+def test_regex_subscription_picks_up_new_topics(fast_broker):
+    """subscribe(["^prefix.*"]) with group.protocol=consumer: the regex goes to the broker
+    (SubscribedTopicRegex); a topic created later is assigned at a following heartbeat."""
+    from confluent_kafka import Consumer
+    b = fast_broker
+    prefix = f"rx{uuid.uuid4().hex[:6]}"
+    group = f"g-{prefix}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(f"{prefix}-a", 2) == 0
+        assert c.create_topic(f"other-{prefix}", 1) == 0
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer"})
+    try:
+        consumer.subscribe([f"^{prefix}-.*"])
+
+        def assigned():
+            consumer.poll(0.1)
+            return sorted((tp.topic, tp.partition) for tp in consumer.assignment())
+        wait_until(lambda: assigned() == [(f"{prefix}-a", 0), (f"{prefix}-a", 1)], 30, message=assigned)
+        with RawClient.to(b.bootstrap) as c:
+            assert c.create_topic(f"{prefix}-b", 1) == 0
+        wait_until(lambda: (f"{prefix}-b", 0) in assigned(), 30, message=assigned)
+        g = describe(b.bootstrap, group)
+        assert f"^{prefix}-.*" in g.members[0].subscribed_topic_regex  # librdkafka sends "(^...)"
+    finally:
+        consumer.close()

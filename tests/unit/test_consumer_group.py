@@ -128,3 +128,11 @@ def test_commit_checks_member_epoch():
     assert c.consumer_validate_commit(g, "a", 1, False, 8) == E.UNSUPPORTED_VERSION
     assert c.consumer_validate_commit(g, "a", 0, True, 4) == E.ILLEGAL_GENERATION
     assert c.consumer_validate_commit(g, "b", 1, True, 4) == E.UNKNOWN_MEMBER_ID
+
+
+def test_v0_join_gets_a_member_id_from_the_coordinator():
+    c = make()
+    r = c.consumer_heartbeat(0, "g", "", 0, None, None, 30_000, ["t"], None, None, [], "client", "/h", T0)
+    assert r["error_code"] == 0 and len(r["member_id"]) == 22 and r["member_epoch"] == 1
+    assert c.consumer_heartbeat(1, "g", "", 0, None, None, 30_000, ["t"], None, None, [], "c", "/h", T0)[
+        "error_code"] == E.INVALID_REQUEST
