@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     if protocol == "consumer":
         conf["group.protocol"] = "consumer"
     else:
-        conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        conf.update({"session.timeout.ms": 2000, "heartbeat.interval.ms": 300})
     consumer = Consumer(conf)
     producer = None
     if eos:

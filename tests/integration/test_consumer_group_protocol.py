@@ -88,19 +88,20 @@ def fast_broker(broker_factory):
     return broker_factory(overrides=FAST_GROUPS)
 
 
-def test_four_members_join_leave_crash_and_broker_kill(fast_broker):
+@pytest.mark.parametrize("protocol", ["consumer", "classic"])
+def test_four_members_join_leave_crash_and_broker_kill(fast_broker, protocol):
     """4 members over 8 partitions; a 5th joins and leaves; one crashes and its partitions move
-    after the session timeout; the broker is killed -9 and the group carries on with the same
-    epochs and assignments."""
+    after the session timeout; the broker is killed -9 and the group carries on (consumer
+    protocol: with the same epochs and assignments)."""
     b = fast_broker
     topic, group = f"cg-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     with RawClient.to(b.bootstrap) as c:
         assert c.create_topic(topic, 8) == 0
-    members = [Member(b.bootstrap, group, topic) for _ in range(4)]
+    members = [Member(b.bootstrap, group, topic, "--protocol", protocol) for _ in range(4)]
     try:
         wait_until(lambda: balanced(members, 8) and all(len(m.assigned) == 2 for m in members), 30,
                    message=lambda: [m.assigned for m in members])
-        fifth = Member(b.bootstrap, group, topic)
+        fifth = Member(b.bootstrap, group, topic, "--protocol", protocol)
         members.append(fifth)
         wait_until(lambda: balanced(members, 8) and fifth.assigned, 30, message=lambda: [m.assigned for m in members])
         fifth.leave()
@@ -115,6 +116,11 @@ def test_four_members_join_leave_crash_and_broker_kill(fast_broker):
         wait_until(lambda: balanced(members, 8), 30, message=lambda: [m.assigned for m in members])
         assert time.monotonic() - crashed_at >= 1.5, "partitions moved before the session timeout"
         assert set(lost) <= {p for m in members for p in m.assigned}
+        if protocol == "classic":
+            b.kill()
+            b.start()
+            wait_until(lambda: balanced(members, 8), 30, message=lambda: [m.assigned for m in members])
+            return
         before = describe(b.bootstrap, group)
         assert before.group_state == "Stable" and len(before.members) == 3
         b.kill()
@@ -126,8 +132,8 @@ def test_four_members_join_leave_crash_and_broker_kill(fast_broker):
                {m.member_id: (m.member_epoch, sorted(m.assignment.topic_partitions[0].partitions))
                 for m in before.members}
         # the members heartbeat on with their epochs: nobody is fenced, nothing moves
-        deadline_epoch = after.group_epoch
-        wait_until(lambda: all(m.member_epoch == deadline_epoch for m in describe(b.bootstrap, group).members)
+        epoch = after.group_epoch
+        wait_until(lambda: all(m.member_epoch == epoch for m in describe(b.bootstrap, group).members)
                    and len(describe(b.bootstrap, group).members) == 3, 10)
         assert balanced(members, 8)
     finally:
