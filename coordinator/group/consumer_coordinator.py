@@ -208,7 +208,9 @@ class ConsumerGroupMixin:
             new.target[member_id] = new.target.pop(replaced, copy_assignment(old.assigned))
             records += [(cg_key(CG_CURRENT, group_id, replaced), None),
                         (cg_key(CG_TARGET_MEMBER, group_id, replaced), None),
-                        (cg_key(CG_MEMBER, group_id, replaced), None)]
+                        (cg_key(CG_MEMBER, group_id, replaced), None),
+                        (cg_key(CG_TARGET_MEMBER, group_id, member_id),
+                         cg_value(CG_TARGET_MEMBER, {"topic_partitions": topic_partitions_field(new.target[member_id])}))]
         m = copy.deepcopy(member)
         before_meta = _member_meta(member) if not is_new and replaced is None else None
         if instance_id is not None:

@@ -136,3 +136,18 @@ def test_v0_join_gets_a_member_id_from_the_coordinator():
     assert r["error_code"] == 0 and len(r["member_id"]) == 22 and r["member_epoch"] == 1
     assert c.consumer_heartbeat(1, "g", "", 0, None, None, 30_000, ["t"], None, None, [], "c", "/h", T0)[
         "error_code"] == E.INVALID_REQUEST
+
+
+def test_static_member_replaced_then_reloaded_keeps_its_target():
+    store = MemoryOffsetsStore(50)
+    c = make(store)
+    hb(c, "a", instance="i1")
+    r = c.consumer_heartbeat(1, "g", "a", -2, "i1", None, -1, None, None, None, None, "c", "/h", T0)
+    assert r["member_epoch"] == -2
+    b = hb(c, "b", instance="i1")
+    assert (b["member_epoch"], parts(b)) == (1, [0, 1, 2, 3])
+    again = make(store)
+    again.load(T0 + 1)
+    assert again.consumer_describe("g", 0) == c.consumer_describe("g", 0)
+    b = hb(again, "b", 1, now=T0 + 2, owned=[0, 1, 2, 3])
+    assert (b["error_code"], b["member_epoch"], parts(b)) == (0, 1, None)
