@@ -151,3 +151,19 @@ def test_static_member_replaced_then_reloaded_keeps_its_target():
     assert again.consumer_describe("g", 0) == c.consumer_describe("g", 0)
     b = hb(again, "b", 1, now=T0 + 2, owned=[0, 1, 2, 3])
     assert (b["error_code"], b["member_epoch"], parts(b)) == (0, 1, None)
+
+
+def test_member_that_does_not_revoke_in_time_is_removed():
+    """The rebalance timeout bounds a revocation: past it the member is fenced and its
+    partitions go to the others."""
+    c = make(session_ms=60_000)
+    hb(c, "a", rto=5000)
+    hb(c, "b", rto=5000)
+    a = hb(c, "a", 1, now=T0 + 10, owned=None)
+    assert parts(a) == [0, 1]  # asked to give up 2 and 3
+    c.tick(T0 + 10 + 4999)
+    assert len(c.consumer_describe("g", 0)["members"]) == 2
+    c.tick(T0 + 10 + 5000)
+    assert [m["member_id"] for m in c.consumer_describe("g", 0)["members"]] == ["b"]
+    b = hb(c, "b", 2, now=T0 + 5011, owned=[])
+    assert (b["error_code"], parts(b)) == (0, [0, 1, 2, 3])

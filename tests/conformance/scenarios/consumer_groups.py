@@ -404,3 +404,32 @@ SCENARIOS += [
         alter_config(BROKER, "2", [("log.cleaner.backoff.ms", 0, "15001")]),
     ]),
 ]
+
+
+def ack(member: str, epoch, answer: str, **kw):
+    """A heartbeat that reports as owned exactly what the saved answer assigned."""
+    return call(68, 1, {"group_id": "{g}", "member_id": member, "member_epoch": epoch, "instance_id": None,
+                        "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
+                        "subscribed_topic_regex": None, "server_assignor": None,
+                        "topic_partitions": ref(f"{answer}.assignment.topic_partitions")}, **kw)
+
+
+SCENARIOS += [
+    Scenario("cg/join/three_members_uniform", "Three members join one after another over six partitions "
+             "(uniform assignor); each acknowledges what it was given.", topics={"t": Topic(partitions=6)},
+             steps=[
+        hb("{m1}", save="a1"),
+        hb("{m2}", save="b1"),
+        beat("{m1}", 1, save="a2"),
+        ack("{m1}", 1, "a2", save="a3"),
+        beat("{m2}", 2, owned=[], save="b2"),
+        ack("{m2}", 2, "b2"),
+        hb("{m3}", save="c1"),
+        beat("{m1}", 2, save="a4"),
+        beat("{m2}", 2, save="b3"),
+        ack("{m1}", 2, "a4"),
+        ack("{m2}", 2, "b3"),
+        beat("{m3}", 3, owned=[], save="c2"),
+        describe(),
+    ]),
+]
