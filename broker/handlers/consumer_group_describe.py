@@ -10,6 +10,10 @@ API_KEY = 69
 VERSIONS = (0, 0)
 
 
+def enabled(broker) -> bool:
+    return "consumer" in broker.config["group.coordinator.rebalance.protocols"]
+
+
 async def handle(conn, header, req):
     coord = coordinator(conn)
     ops = GROUP_AUTHORIZED_OPS if req.include_authorized_operations else NO_AUTH_OPS

@@ -8,6 +8,10 @@ API_KEY = 68
 VERSIONS = (0, 1)
 
 
+def enabled(broker) -> bool:
+    return "consumer" in broker.config["group.coordinator.rebalance.protocols"]
+
+
 async def handle(conn, header, req):
     return coordinator(conn).consumer_heartbeat(
         header.api_version, req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id,

@@ -281,3 +281,16 @@ def test_regex_subscription_picks_up_new_topics(fast_broker):
         assert f"^{prefix}-.*" in g.members[0].subscribed_topic_regex  # librdkafka sends "(^...)"
     finally:
         consumer.close()
+
+
+def test_rebalance_protocols_without_consumer(broker_factory):
+    """group.coordinator.rebalance.protocols=classic: ConsumerGroupHeartbeat is not advertised
+    and a heartbeat sent anyway is refused (UNSUPPORTED_VERSION)."""
+    b = broker_factory(overrides={"group.coordinator.rebalance.protocols": "classic"})
+    with RawClient.to(b.bootstrap) as c:
+        keys = {k.api_key for k in c.request(18, 3, {}).api_keys}
+        assert 68 not in keys and 69 not in keys and 11 in keys
+        r = c.request(68, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None,
+                              "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],
+                              "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+        assert r.error_code == 35
