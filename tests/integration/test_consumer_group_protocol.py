@@ -294,3 +294,37 @@ def test_rebalance_protocols_without_consumer(broker_factory):
                               "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],
                               "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
         assert r.error_code == 35
+
+
+def test_confluent_admin_lists_and_describes_consumer_groups(fast_broker):
+    """confluent-kafka's admin on a consumer-protocol group: ListGroups by type, the group
+    described through ConsumerGroupDescribe, and KIP-430 operations for group, topic, cluster."""
+    from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, TopicCollection
+    from confluent_kafka.admin import AclOperation as Op, AdminClient
+    b = fast_broker
+    topic, group = f"adm-{uuid.uuid4().hex[:6]}", f"gadm-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 4) == 0
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer"})
+    try:
+        consumer.subscribe([topic])
+        wait_until(lambda: consumer.poll(0.1) is None and len(consumer.assignment()) == 4, 30)
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30).valid
+        assert [(g.group_id, g.type, g.state) for g in listed] == \
+            [(group, ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE)]
+        assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(30).valid == []
+        d = admin.describe_consumer_groups([group], include_authorized_operations=True)[group].result(30)
+        assert (d.type, d.state, d.partition_assignor) == (ConsumerGroupType.CONSUMER, ConsumerGroupState.STABLE,
+                                                           "uniform")
+        assert [sorted(p.partition for p in m.assignment.topic_partitions) for m in d.members] == [[0, 1, 2, 3]]
+        assert set(d.authorized_operations) == {Op.READ, Op.DELETE, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
+                                                Op.ALTER_CONFIGS}
+        t = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic].result(30)
+        assert set(t.authorized_operations) == {Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE,
+                                                Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
+        cl = admin.describe_cluster(include_authorized_operations=True).result(30)
+        assert set(cl.authorized_operations) == {Op.CREATE, Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION,
+                                                 Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE}
+    finally:
+        consumer.close()
