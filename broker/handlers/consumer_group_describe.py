@@ -7,7 +7,7 @@ from .common import NO_AUTH_OPS
 from .group_common import coordinator
 
 API_KEY = 69
-VERSIONS = (0, 0)
+VERSIONS = (0, 1)
 
 
 def enabled(broker) -> bool:
@@ -24,5 +24,5 @@ async def handle(conn, header, req):
                         "group_state": "", "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "",
                         "members": [], "authorized_operations": NO_AUTH_OPS})
             continue
-        out.append(coord.consumer_describe(gid, ops))
+        out.append(coord.consumer_describe(gid, ops))  # members carry member_type 1 (consumer) for v1
     return {"throttle_time_ms": 0, "groups": out}

@@ -433,6 +433,7 @@ class ConsumerGroupMixin:
             "subscribed_topic_regex": m.subscribed_topic_regex or "",
             "assignment": {"topic_partitions": tps(m.assigned)},
             "target_assignment": {"topic_partitions": tps(cg.target.get(m.member_id, {}))},
+            "member_type": 1,  # v1: a consumer-protocol member (0 would be a classic one)
         } for m in cg.members.values()]
         return dict(base, group_state=cg.state_name(), group_epoch=cg.group_epoch,
                     assignment_epoch=cg.assignment_epoch,

@@ -433,3 +433,11 @@ SCENARIOS += [
         describe(),
     ]),
 ]
+
+SCENARIOS += [
+    Scenario("cg/describe/v1_member_type", "ConsumerGroupDescribe v1 gives each member's type (1: consumer "
+             "protocol).", topics=T4, steps=[
+        hb(save="a"),
+        call(69, 1, {"group_ids": ["{g}", "{nothere}"], "include_authorized_operations": True}),
+    ]),
+]
