@@ -269,6 +269,7 @@ class BrokerConfig:
             LogConfig.from_broker_properties(raw)
         except KafkaError as e:
             raise ConfigError(e.message) from None
+        _check_group_consumer(values)
         for lst in values["listeners"]:
             parse_listener(lst)
         if values["advertised.listeners"] is None:
@@ -280,6 +281,29 @@ class BrokerConfig:
 
 
 _LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)$")
+
+
+def _check_group_consumer(values: dict) -> None:
+    """Kafka's GroupCoordinatorConfig checks of the KIP-848 settings (it refuses to start)."""
+    v = values
+    for key, lo, hi in (("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+                         "group.consumer.max.session.timeout.ms"),
+                        ("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
+                         "group.consumer.max.heartbeat.interval.ms")):
+        if v[key] < v[lo]:
+            raise ConfigError(f"{key} must be greater than or equal to {lo}")
+        if v[key] > v[hi]:
+            raise ConfigError(f"{key} must be less than or equal to {hi}")
+    if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    unknown = [a for a in v["group.consumer.assignors"] if a not in ("uniform", "range")]
+    if unknown or not v["group.consumer.assignors"]:
+        raise ConfigError(f"Invalid value {','.join(v['group.consumer.assignors'])} for configuration "
+                          f"group.consumer.assignors: the assignors are uniform and range")
+    protocols = [p for p in v["group.coordinator.rebalance.protocols"] if p not in ("classic", "consumer", "streams", "share")]
+    if protocols or "classic" not in v["group.coordinator.rebalance.protocols"]:
+        raise ConfigError("group.coordinator.rebalance.protocols must contain classic and only classic, consumer, "
+                          "streams or share")
 
 
 def parse_listener(text: str, key: str = "listeners") -> tuple[str, str, int]:
