@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
+from .consumer import UNREVOKED_PARTITIONS
 from .consumer_coordinator import ConsumerGroupMixin
 from .group import Group, GroupState, Member, Waiter
 from .records import (CG_METADATA, CG_TARGET_META, ConsumerGroupKey, cg_key, GroupKey, GroupRecord, MemberRecord, OffsetKey, OffsetValue, group_metadata_key,
@@ -799,7 +800,18 @@ class GroupCoordinator(ConsumerGroupMixin):
         if g is None or g.state == S.DEAD:
             return E.GROUP_ID_NOT_FOUND, {}
         result: dict[TP, ErrorCode] = {}
-        if g.state == S.EMPTY:
+        if g.consumer is not None and g.consumer.members:
+            topics = self.topics()
+            subscribed = set()
+            for m in g.consumer.members.values():
+                subscribed |= self._member_topics(m, topics) | set(m.subscribed_topic_names)
+            eligible = []
+            for tp in partitions:
+                if tp[0] in subscribed:
+                    result[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        elif g.state == S.EMPTY:
             eligible = list(partitions)
         elif g.protocol_type == "consumer":
             subscribed = g.subscribed_topics()
@@ -987,6 +999,8 @@ class GroupCoordinator(ConsumerGroupMixin):
             if cs is not None and (cs.group_epoch > 0 or cs.members):
                 for m in cs.members.values():
                     m.last_heartbeat_ms = now_ms  # sessions start again after a load, as in Kafka
+                    if m.state == UNREVOKED_PARTITIONS:  # and so does a pending revocation's timeout
+                        m.revocation_deadline_ms = now_ms + max(m.rebalance_timeout_ms, 0)
                 cs.subscription_metadata = self._subscribed_topics(cs, self.topics())
                 g.consumer = cs
                 g.protocol_type = "consumer"

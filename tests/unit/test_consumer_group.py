@@ -167,3 +167,17 @@ def test_member_that_does_not_revoke_in_time_is_removed():
     assert [m["member_id"] for m in c.consumer_describe("g", 0)["members"]] == ["b"]
     b = hb(c, "b", 2, now=T0 + 5011, owned=[])
     assert (b["error_code"], parts(b)) == (0, [0, 1, 2, 3])
+
+
+def test_pending_revocation_timeout_starts_again_after_a_reload():
+    store = MemoryOffsetsStore(50)
+    c = make(store, session_ms=60_000)
+    hb(c, "a", rto=5000)
+    hb(c, "b", rto=5000)
+    assert parts(hb(c, "a", 1, now=T0 + 10, owned=None)) == [0, 1]  # revoking 2, 3
+    again = make(store, session_ms=60_000)
+    again.load(T0 + 100)
+    again.tick(T0 + 100 + 4999)
+    assert len(again.consumer_describe("g", 0)["members"]) == 2
+    again.tick(T0 + 100 + 5000)
+    assert [m["member_id"] for m in again.consumer_describe("g", 0)["members"]] == ["b"]

@@ -441,3 +441,30 @@ SCENARIOS += [
         call(69, 1, {"group_ids": ["{g}", "{nothere}"], "include_authorized_operations": True}),
     ]),
 ]
+
+
+def commit_to(topic: str, member="{m1}", epoch=1, offset: int = 3):
+    return call(8, 9, {"group_id": "{g}", "generation_id_or_member_epoch": epoch, "member_id": member,
+                       "group_instance_id": None, "retention_time_ms": -1,
+                       "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                                  "committed_leader_epoch": -1,
+                                                                  "committed_metadata": ""}]}]})
+
+
+def offset_delete():
+    return call(47, 0, {"group_id": "{g}", "topics": [{"name": "{t}", "partitions": [{"partition_index": 0}]},
+                                                     {"name": "{o}", "partitions": [{"partition_index": 0}]}]})
+
+
+SCENARIOS += [
+    Scenario("cg/offsets/offset_delete_subscribed", "OffsetDelete on a consumer group: offsets of a topic its "
+             "members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC), others go; once the group is empty, all go.",
+             topics={"t": Topic(partitions=4), "o": Topic()}, steps=[
+        hb(save="a"),
+        commit_to("{t}"),
+        commit_to("{o}"),
+        offset_delete(),
+        beat(epoch=-1),
+        offset_delete(),
+    ]),
+]
