@@ -152,10 +152,11 @@ def read_values(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("protocol", ["consumer", "classic"])
-def test_eos_consume_transform_produce_nothing_twice(fast_broker, protocol):
+@pytest.mark.parametrize("protocol, kill_broker", [("consumer", False), ("classic", False), ("consumer", True)])
+def test_eos_consume_transform_produce_nothing_twice(fast_broker, protocol, kill_broker):
     """Two exactly-once workers share the input; one is killed -9 mid-way and a third takes
-    its place; every input record is in the output exactly once (read_committed)."""
+    its place (and, in one variant, the broker is killed -9 while they work); every input
+    record is in the output exactly once (read_committed)."""
     b = fast_broker
     src, dst, group = f"in-{uuid.uuid4().hex[:6]}", f"out-{uuid.uuid4().hex[:6]}", f"eos-{uuid.uuid4().hex[:6]}"
     with RawClient.to(b.bootstrap) as c:
@@ -173,6 +174,10 @@ def test_eos_consume_transform_produce_nothing_twice(fast_broker, protocol):
         produce(b.bootstrap, src, n // 2, n // 2, 8)
         w3 = Member(b.bootstrap, group, src, *args, f"tx-{group}-3")
         workers.append(w3)
+        if kill_broker:
+            wait_until(lambda: w3.committed > 0 or w1.committed > n // 4, 60)
+            b.kill()
+            b.start()
         wait_until(lambda: len(read_values(b.bootstrap, dst, 4)) >= n, 90,
                    message=lambda: (len(read_values(b.bootstrap, dst, 4)), w1.events[-3:], w3.events[-3:]))
         values = read_values(b.bootstrap, dst, 4)
