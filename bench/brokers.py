@@ -148,6 +148,21 @@ def _stop(proc: subprocess.Popen, timeout: float) -> None:
             proc.wait(10)
 
 
+def _await_ready(broker, t0: float, timeout: float, what: str) -> None:
+    """Wait until a broker just started (``broker.proc`` at ``t0``) answers Metadata on
+    ``broker.port``; then record its ready time, the CPU used by then, pid and bootstrap.
+    Closes it if it does not get there."""
+    try:
+        wait_ready("127.0.0.1", broker.port, broker.proc, timeout, what)
+    except BenchError:
+        broker.close()
+        raise
+    broker.ready_s = time.perf_counter() - t0
+    broker.ready_cpu_s = cpu_seconds(broker.proc.pid)  # start-up work, whatever the machine's load
+    broker.pid = broker.proc.pid
+    broker.bootstrap = f"127.0.0.1:{broker.port}"
+
+
 class Minikafka:
     """`python -m minikafka` on a free port with a fresh data dir (or `data_dir`, kept)."""
 
@@ -171,15 +186,7 @@ class Minikafka:
                                          preexec_fn=_at_nice(nice))
         except (subprocess.SubprocessError, OSError) as e:
             raise BenchError(f"cannot start minikafka at nice {nice}: {e}") from None
-        try:
-            wait_ready("127.0.0.1", self.port, self.proc, timeout, "minikafka")
-        except BenchError:
-            self.close()
-            raise
-        self.ready_s = time.perf_counter() - t0
-        self.ready_cpu_s = cpu_seconds(self.proc.pid)  # start-up work, whatever the machine's load
-        self.pid = self.proc.pid
-        self.bootstrap = f"127.0.0.1:{self.port}"
+        _await_ready(self, t0, timeout, "minikafka")
 
     def kill9(self) -> None:
         self.proc.kill()
@@ -246,15 +253,7 @@ class PrivateKafka:
         except (subprocess.SubprocessError, OSError) as e:
             shutil.rmtree(self.tmp, ignore_errors=True)
             raise BenchError(f"cannot start Kafka at nice {nice}: {e}") from None
-        try:
-            wait_ready("127.0.0.1", self.port, self.proc, timeout, "private Kafka")
-        except BenchError:
-            self.close()
-            raise
-        self.ready_s = time.perf_counter() - t0
-        self.ready_cpu_s = cpu_seconds(self.proc.pid)  # start-up work, whatever the machine's load
-        self.pid = self.proc.pid
-        self.bootstrap = f"127.0.0.1:{self.port}"
+        _await_ready(self, t0, timeout, "private Kafka")
 
     def close(self) -> None:
         _stop(self.proc, 60)

@@ -21,6 +21,8 @@ from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffset
 from .config import ConfigError
 from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
+from minikafka.storage.checkpoint import META_PROPERTIES
+from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
 
 log = logging.getLogger("minikafka.broker")
@@ -74,11 +76,11 @@ class Metrics:
 
     def __init__(self):
         self.connections = 0
-        self.request_count = defaultdict(int)
+        self.request_count = defaultdict(int)  # (api key, version) -> requests handled
         self.observers = []
 
-    def observe_request(self, api_key: int, seconds: float) -> None:
-        self.request_count[api_key] += 1
+    def observe_request(self, api_key: int, version: int, seconds: float) -> None:
+        self.request_count[(api_key, version)] += 1
         for obs in self.observers:
             obs(api_key, seconds)
 
@@ -102,6 +104,7 @@ class Broker:
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
+        self.features = None  # FinalizedFeatures (transaction.version, ...), read or made in load()
         self.group_coordinator = None  # GroupCoordinator (consumer groups, offsets), created in load()
         self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
@@ -112,9 +115,23 @@ class Broker:
 
     # ------------------------------------------------------------ lifecycle
     def load(self, trace=None) -> None:
+        in_use = os.path.exists(os.path.join(self.config.log_dir, META_PROPERTIES))
         self.logs.load()
         if trace is not None:
             trace.mark("logs")
+        self.features = FinalizedFeatures.load(self.config.log_dir)
+        if self.features is None:
+            if in_use:
+                # a data dir of a minikafka from before finalized features: it ran transactions
+                # V1, and an upgraded Kafka also keeps its levels until `kafka-features upgrade`
+                self.features = FinalizedFeatures.format(self.config.log_dir, {TRANSACTION_VERSION: 1})
+                log.info("Data dir %s has no finalized features yet: finalized %s (raise them with "
+                         "`minikafka features upgrade --feature transaction.version=2`)",
+                         self.config.log_dir, self.features.describe_levels())
+            else:
+                self.features = FinalizedFeatures.format(self.config.log_dir)
+                log.info("Formatted %s with the default finalized features: %s", self.config.log_dir,
+                         self.features.describe_levels())
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
@@ -123,6 +140,7 @@ class Broker:
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             id_expiration_ms=cfg["transactional.id.expiration.ms"],
             offsets_partitions=cfg["offsets.topic.num.partitions"],
+            two_phase_commit=cfg["transaction.two.phase.commit.enable"],
         )
         self.txn_coordinator.load()
         # --- group coordinator: groups and offsets rebuilt from __consumer_offsets ---
@@ -388,11 +406,14 @@ class Broker:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if lg.has_ongoing_transaction(producer_id, producer_epoch):
             return ErrorCode.NONE
-        lg.producer_state.start_transaction_verification(producer_id, sequence, producer_epoch, now_ms())
+        lg.producer_state.start_transaction_verification(producer_id, sequence, producer_epoch, now_ms(),
+                                                         supports_epoch_bump=add)
         tp = (lg.topic, lg.partition)
         if add:
             try:
-                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp])
+                # what Kafka's AddPartitionsToTxnManager sends: AddPartitionsToTxn v5 (transactions V2)
+                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp],
+                                                    client_txn_version=2)
                 code = ErrorCode.NONE
             except TxnError as e:
                 code = e.code
@@ -573,6 +594,11 @@ class BrokerTxnIO:
         """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
         loads each partition with its leader epoch as the coordinator epoch)."""
         return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
+
+    def transaction_version(self) -> int:
+        """The finalized transaction.version (broker/features.py): what the coordinator's own
+        aborts follow and which record version it writes."""
+        return self.broker.features.transaction_version
 
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
         if self.fault_point == point:

@@ -2,6 +2,8 @@
 
     minikafka [--config conf/broker.properties] [--override key=value ...]
     minikafka healthcheck [--bootstrap-server HOST:PORT]
+    minikafka format [--config F] [--feature transaction.version=1 ...]     (kafka-storage.sh format)
+    minikafka features --bootstrap-server HOST:PORT describe|upgrade|downgrade|disable   (kafka-features.sh)
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ SUBCOMMANDS = {
     "healthcheck": "minikafka.broker.tools.healthcheck",
     "transactions": "minikafka.broker.tools.transactions",
     "dump-log": "minikafka.broker.tools.dump_log",
+    "features": "minikafka.broker.tools.features",
+    "format": "minikafka.broker.tools.format",
 }
 
 

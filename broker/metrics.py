@@ -14,7 +14,8 @@ kafka_server_replicamanager_partitioncount                             ReplicaMa
 kafka_log_log_maxactivetransactionduration{topic,partition}            MaxActiveTransactionDuration (KIP-664), ms; 0 if none open
 kafka_log_log_laststableoffsetlag{topic,partition}                     LastStableOffsetLag: log end offset - last stable offset
 kafka_log_log_logendoffset / _logstartoffset / _size / _numlogsegments Log LogEndOffset, LogStartOffset, Size, NumLogSegments
-kafka_network_requestmetrics_requests_total{request}                   RequestMetrics RequestsPerSec (count), per API
+kafka_network_requestmetrics_requests_total{request,version}           RequestMetrics RequestsPerSec (count), per API and
+                                                                       API version (Kafka's tags request, version)
 kafka_network_requestmetrics_totaltime_seconds{request}                RequestMetrics TotalTimeMs as a histogram (seconds)
 kafka_coordinator_transaction_transactionalids{state}                  transactional ids known to the coordinator, per state
 kafka_server_socketservermetrics_connection_count                      open client connections
@@ -46,6 +47,7 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.schema import API_NAMES
 from minikafka.storage.log import FLUSH_STATS
 from .config import parse_metrics_listener
+from . import handlers
 
 log = logging.getLogger("minikafka.metrics")
 
@@ -167,11 +169,18 @@ class BrokerCollector:
         yield g
         yield from (max_dur, lso_lag, leo, lso_start, size, segs)
 
-        counts = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests handled, per API",
-                                     labels=["request"])
+        counts = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                     "Requests handled, per API and API version", labels=["request", "version"])
         done = dict(broker.metrics.request_count)
-        for key in sorted(set(done) | set(KEY_APIS)):
-            counts.add_metric([API_NAMES.get(key, str(key))], done.get(key, 0))
+        # the transaction path's APIs are there from the start, each version it serves at 0
+        for key in KEY_APIS:
+            handler = handlers.REGISTRY.get(key)
+            if handler is not None:
+                lo, hi = handlers.advertised_range(handler, broker)
+                for v in range(lo, hi + 1):
+                    done.setdefault((key, v), 0)
+        for key, v in sorted(done):
+            counts.add_metric([API_NAMES.get(key, str(key)), str(v)], done[(key, v)])
         yield counts
 
         coord = getattr(broker, "txn_coordinator", None)

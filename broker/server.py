@@ -204,7 +204,7 @@ async def dispatch(conn: Connection, frame: bytes) -> list | None:
         log.exception("%s v%d from %s failed", schema.API_NAMES[api_key], version, conn.peer)
         raise CloseConnection("internal error") from None
     finally:
-        broker.metrics.observe_request(api_key, time.perf_counter() - started)
+        broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
     if response is None:  # acks=0 produce: no response at all
         return None
     return schema.encode_response_parts(api_key, version, corr, response)

@@ -113,13 +113,17 @@ class VerificationStateEntry:
     transaction on this partition is checked, removed when any transactional batch (data or
     marker) of that producer is appended. While it exists, a batch with a sequence above the
     lowest one seen is refused (OUT_OF_ORDER_SEQUENCE_NUMBER), so a batch whose verification
-    failed retriably cannot be overtaken by a later one. In-memory only, like Kafka's."""
-    __slots__ = ("timestamp", "lowest_sequence", "epoch")
+    failed retriably cannot be overtaken by a later one. ``supports_epoch_bump``: the append
+    adds its partition to the transaction itself (Produce v12+, transactions V2); such a
+    producer's first batch on a partition where it has no state must have sequence 0.
+    In-memory only, like Kafka's."""
+    __slots__ = ("timestamp", "lowest_sequence", "epoch", "supports_epoch_bump")
 
-    def __init__(self, timestamp: int, sequence: int, epoch: int):
+    def __init__(self, timestamp: int, sequence: int, epoch: int, supports_epoch_bump: bool = False):
         self.timestamp = timestamp
         self.lowest_sequence = sequence
         self.epoch = epoch
+        self.supports_epoch_bump = supports_epoch_bump
 
     def maybe_update_lowest_sequence_and_epoch(self, sequence: int, epoch: int) -> None:
         if epoch == self.epoch and sequence < self.lowest_sequence:
@@ -216,6 +220,12 @@ class ProducerAppendInfo:
 
     def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
         v = self.verification
+        if (v is not None and v.supports_epoch_bump and first_seq != 0
+                and (self.current is None or not self.current.batches)):
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"Invalid sequence number for producer {self.producer_id} at offset {offset} in "
+                             f"partition {self.name}: {first_seq} (incoming seq. number). Expected sequence 0 for "
+                             f"transactions v2 idempotent producer with no existing state.")
         if v is not None and first_seq > v.lowest_sequence:
             raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                              f"Out of order sequence number for producer {self.producer_id} at offset {offset} in "
@@ -519,11 +529,12 @@ class ProducerStateManager:
         return (entry is not None and entry.current_txn_first_offset >= 0
                 and (producer_epoch is None or entry.producer_epoch == producer_epoch))
 
-    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int, now_ms: int) -> None:
+    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int, now_ms: int,
+                                       supports_epoch_bump: bool = False) -> None:
         """Kafka's maybeCreateVerificationStateEntry (see VerificationStateEntry)."""
         v = self.verifications.get(producer_id)
         if v is None:
-            self.verifications[producer_id] = VerificationStateEntry(now_ms, sequence, epoch)
+            self.verifications[producer_id] = VerificationStateEntry(now_ms, sequence, epoch, supports_epoch_bump)
         else:
             v.maybe_update_lowest_sequence_and_epoch(sequence, epoch)
 

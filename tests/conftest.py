@@ -81,14 +81,15 @@ def _track_module_broker(request: pytest.FixtureRequest):
 
 @pytest.fixture
 def broker_factory(request: pytest.FixtureRequest, tmp_path: Path):
-    """``make(overrides=None, env=None, port=None, start=True, name=None)``."""
+    """``make(overrides=None, env=None, port=None, start=True, name=None, features=None)``;
+    ``features``: finalized levels to format the data dir with, e.g. ``{"transaction.version": 1}``."""
     made: list[BrokerProcess] = []
 
     def make(overrides: dict | None = None, env: dict | None = None, port: int | None = None,
-             start: bool = True, name: str | None = None) -> BrokerProcess:
+             start: bool = True, name: str | None = None, features: dict | None = None) -> BrokerProcess:
         name = name or f"broker{len(made)}"
         b = BrokerProcess(tmp_path / name / "data", port=port, overrides=overrides, env=env,
-                          name=name)
+                          name=name, features=features)
         made.append(b)
         _remember(request, b)
         if start:

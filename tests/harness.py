@@ -16,6 +16,7 @@ accepts connections; stdout and stderr both go to a log file next to the data di
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -84,6 +85,20 @@ class BrokerProcess(testing.BrokerProcess):
             raise BrokerError(f"no .log segments in {self.partition_dir(topic, partition)}"
                               f" (dir has: {sorted(p.name for p in self.data_dir.iterdir())})")
         return logs[-1]
+
+
+@contextlib.contextmanager
+def metrics_broker(data_dir: Path, name: str):
+    """A started broker whose Prometheus metrics listener is on a free port
+    (``metrics_port``), closed on exit."""
+    port = free_port()
+    b = BrokerProcess(data_dir, name=name, overrides={"metrics.listener": f"127.0.0.1:{port}"})
+    b.metrics_port = port
+    try:
+        b.start()
+        yield b
+    finally:
+        b.close()
 
 
 # --------------------------------------------------------------------------

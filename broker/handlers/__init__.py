@@ -20,14 +20,17 @@ def advertised_range(handler, broker) -> tuple[int, int]:
     return lo, hi
 
 
-def api_versions_body(broker, error_code: int = 0) -> dict:
+def api_versions_body(broker, error_code: int = 0, api_version: int = 0) -> dict:
     keys = []
     for key in sorted(REGISTRY):
         if not getattr(REGISTRY[key], "enabled", lambda b: True)(broker):
             continue
         lo, hi = advertised_range(REGISTRY[key], broker)
         keys.append({"api_key": key, "min_version": lo, "max_version": hi})
-    return {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    body = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    if api_version >= 3:  # KIP-584: supported and finalized features (transaction.version, ...)
+        body.update(broker.features.api_versions_fields(api_version))
+    return body
 
 
 REGISTRY: dict = {}

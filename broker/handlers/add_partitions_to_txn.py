@@ -1,5 +1,7 @@
 """AddPartitionsToTxn (24): v0-3 one transaction from a client; v4+ batched, possibly
-verify-only (the question a partition leader asks before a transactional append)."""
+verify-only (the question a partition leader asks before a transactional append). v4+
+records client transaction version 2 with the transition, older versions 0 (Kafka's
+transactionVersionForAddPartitionsToTxn)."""
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
@@ -24,7 +26,7 @@ def _one(broker, tid, pid, epoch, topics, verify_only, version):
     if verify_only:
         return broker.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
     try:
-        broker.txn_coordinator.add_partitions(tid, pid, epoch, wanted)
+        broker.txn_coordinator.add_partitions(tid, pid, epoch, wanted, client_txn_version=2 if version >= 4 else 0)
         code = ErrorCode.NONE
     except TxnError as e:
         code = fenced_error(e.code, version, 2)

@@ -1,4 +1,5 @@
-"""ApiVersions (18): what we serve. Unsupported versions are answered in server.dispatch (KIP-511)."""
+"""ApiVersions (18): what we serve, and from v3 the supported and finalized features
+(broker/features.py). Unsupported versions are answered in server.dispatch (KIP-511)."""
 from . import api_versions_body
 
 API_KEY = 18
@@ -6,4 +7,4 @@ VERSIONS = (0, 4)
 
 
 async def handle(conn, header, req):
-    return api_versions_body(conn.broker)
+    return api_versions_body(conn.broker, api_version=header.api_version)

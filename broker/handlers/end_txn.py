@@ -1,19 +1,22 @@
 """EndTxn (26): the client's commit or abort; answered once the decision (Prepare*) is
-durable, the coordinator writes the markers afterwards."""
+durable, the coordinator writes the markers afterwards. v5 is transactions V2 (KIP-890
+part 2): the coordinator bumps the epoch and answers with the producer id and epoch the
+producer goes on with; older versions keep them (-1 in the answer)."""
 from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 26
-VERSIONS = (0, 4)
-UNSTABLE_VERSIONS = (0, 5)
+VERSIONS = (0, 5)
+TRANSACTIONS_V2 = 5  # Kafka's TransactionVersion.transactionVersionForEndTxn: v5+ is TV2
 
 
 async def handle(conn, header, req):
     broker = conn.broker
+    pid = epoch = -1
     try:
-        await broker.txn_coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
+        pid, epoch = await broker.txn_coordinator.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                          req.committed, v2=header.api_version >= TRANSACTIONS_V2)
         code = 0
     except TxnError as e:
         code = fenced_error(e.code, header.api_version, 2)
-    # v5's producer id/epoch are TV2's bumped ones; a TV1 coordinator answers -1 (as Kafka)
-    return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}

@@ -88,7 +88,8 @@ def _read_all(broker, parts: list, req, version: int):
     """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
     read, answer now (a read failed or diverged, or nothing was readable), fenced)."""
     committed = req.isolation_level == 1
-    remaining = req.max_bytes if req.max_bytes > 0 else INT32_MAX
+    # Kafka's KafkaApis: min(the request's max_bytes, fetch.max.bytes); v0-2 ask for no limit
+    remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, broker.config["fetch.max.bytes"])
     total, now, fenced = 0, False, False
     answered, erroneous = [], []
     get_log = broker.get_log

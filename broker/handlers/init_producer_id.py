@@ -1,27 +1,37 @@
-"""InitProducerId (22): idempotent producers get a fresh id; transactional ids go to the coordinator."""
+"""InitProducerId (22): idempotent producers get a fresh id; transactional ids go to the coordinator.
+v6 (KIP-939, two-phase commit; unstable in Kafka 4.1, so advertised only with
+unstable.api.versions.enable) adds enable_2pc and keep_prepared_txn: see
+TransactionCoordinator.init_producer_id for what is served."""
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction.coordinator import TxnError
 from .common import fenced_error
 
 API_KEY = 22
 VERSIONS = (0, 5)
+UNSTABLE_VERSIONS = (0, 6)
 
 
 def _error(code, version: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": fenced_error(code, version, 4), "producer_id": -1, "producer_epoch": -1}
+    return {"throttle_time_ms": 0, "error_code": fenced_error(code, version, 4), "producer_id": -1, "producer_epoch": -1,
+            "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
 
 
 async def handle(conn, header, req):
     broker = conn.broker
+    v = header.api_version
     # v3+ (KIP-360): a producer recovering its own id names it and its epoch; both or neither
     if (req.producer_id == -1) != (req.producer_epoch == -1):
-        return _error(ErrorCode.INVALID_REQUEST, header.api_version)
+        return _error(ErrorCode.INVALID_REQUEST, v)
     if req.transactional_id is None:
-        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0}
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0,
+                "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
     try:
         broker.ensure_internal_topic("__transaction_state")
         pid, epoch = await broker.txn_coordinator.init_producer_id(
-            req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch)
+            req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
+            enable_2pc=bool(req.enable2_pc) if v >= 6 else False,
+            keep_prepared_txn=bool(req.keep_prepared_txn) if v >= 6 else False)
     except TxnError as e:
-        return _error(e.code, header.api_version)
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch}
+        return _error(e.code, v)
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch,
+            "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}

@@ -1,11 +1,12 @@
-"""ListTransactions (66): filter by state, producer id, and (v1) minimum running duration."""
+"""ListTransactions (66): filter by state, producer id, (v1) minimum running duration and (v2,
+KIP-1152) a transactional id regular expression."""
 import re
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction import TxnState
 
 API_KEY = 66
-VERSIONS = (0, 1)
+VERSIONS = (0, 2)
 
 KNOWN_STATES = {s.display for s in TxnState}
 

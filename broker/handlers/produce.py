@@ -1,4 +1,8 @@
-"""Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets."""
+"""Produce (0): batches stay opaque bytes; storage validates headers/CRC and assigns offsets.
+v12+ adds a transactional batch's partition to its transaction (KIP-890 part 2); v13 names
+topics by id (KIP-516). Versions 0-2 are advertised, as Kafka 4.x advertises them (some
+librdkafka versions need that, KAFKA-18659), and refused as Kafka refuses them: the
+connection is closed."""
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.validator import RecordValidationError
@@ -6,7 +10,8 @@ from ..broker import TransactionVerificationError
 from .common import CloseConnection, resolve_topic
 
 API_KEY = 0
-VERSIONS = (3, 12)
+VERSIONS = (0, 13)
+FIRST_SERVED_VERSION = 3  # Kafka 4.0 removed 0-2 (KIP-896) but still advertises them
 MIXED_PRODUCERS = "Transactional records contained more than one producer ID"
 
 
@@ -54,6 +59,8 @@ def _transactional_producers(broker, req, by_id: bool) -> set[tuple[int, int]]:
 
 
 async def handle(conn, header, req):
+    if header.api_version < FIRST_SERVED_VERSION:
+        raise CloseConnection(f"Produce v{header.api_version} is no longer served")
     broker = conn.broker
     acks = req.acks
     by_id = header.api_version >= 13

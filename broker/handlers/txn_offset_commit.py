@@ -4,24 +4,29 @@ The records are appended to the group's __consumer_offsets partition as a
 transactional batch (producer id/epoch) and only take effect when the
 transaction coordinator's COMMIT marker lands there (GroupCoordinator.
 complete_transaction); ABORT drops them. v3+ carry the consumer's member id,
-instance id and generation, which are checked as Kafka does (KIP-447)."""
+instance id and generation, which are checked as Kafka does (KIP-447). v5+ (transactions V2)
+adds the group's offsets partition to the transaction itself, as a Produce v12+ adds its
+partition: the client sends no AddOffsetsToTxn."""
 from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
 from .group_common import coordinator, now_ms, partition_exists
 
 API_KEY = 28
-VERSIONS = (0, 4)
+VERSIONS = (0, 5)
+ADDS_PARTITION = 5  # Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation: ADD_PARTITION
 
 
 def _verify(broker, req, version: int) -> ErrorCode | None:
     """Kafka 4.1 verifies the group's __consumer_offsets partition like a produce's
-    (Broker.transaction_verification); TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v4."""
+    (Broker.transaction_verification), or from v5 adds it to the transaction;
+    TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v4."""
     if not broker.config["transaction.partition.verification.enable"]:
         return None
     broker.ensure_internal_topic("__consumer_offsets")
     lg = broker.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
-    code = broker.transaction_verification(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1)
+    code = broker.transaction_verification(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
+                                           add=version >= ADDS_PARTITION)
     if code == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
         code = ErrorCode.INVALID_TXN_STATE
     return None if code == ErrorCode.NONE else code

@@ -14,8 +14,9 @@ operators' habits carry over:
     | offset: 1 CreateTime: 1680383688163 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 0
     version: 0 producerId: 7 firstOffset: 3 lastOffset: 9 lastStableOffset: 10
 
-The decoders reproduce Kafka 3.x's text formats (``transaction_metadata::...``,
-``offset_commit::...``, ``group_metadata::...``).
+``--transaction-log-decoder`` prints Kafka 4.1's JSON (key ``{"type":"0","data":...}``,
+payload ``{"version":"1","data":...}``); ``--offsets-decoder`` reproduces Kafka 3.x's text
+(``offset_commit::...``, ``group_metadata::...``).
 """
 from __future__ import annotations
 
@@ -69,28 +70,70 @@ class DefaultParser:
         return key, value
 
 
+def _camel(name: str) -> str:
+    """A schema field name as Kafka's generated JSON converters write it (``partition_ids`` ->
+    ``partitionIds``)."""
+    first, *rest = name.split("_")
+    return first + "".join(w.capitalize() for w in rest)
+
+
+def _in_versions(version: int, versions) -> bool:
+    return versions is not None and versions[0] <= version and (versions[1] is None or version <= versions[1])
+
+
+def message_json(fields: list, body, version: int) -> dict:
+    """A parsed data message as Kafka's generated ``*JsonConverter.write`` renders it: the
+    fields of ``version`` in schema order, tagged fields only when not at their default,
+    null arrays as null."""
+    out = {}
+    for f in fields:
+        if _in_versions(version, f.get("v")):
+            value = body[f["n"]]
+        elif _in_versions(version, f.get("tv")):
+            value = body[f["n"]]
+            if value == f.get("d"):
+                continue
+        else:
+            continue
+        if value is not None and f["t"] == "[]struct":
+            value = [message_json(f["f"], item, version) for item in value]
+        elif value is not None and f["t"].startswith("[]"):
+            value = list(value)
+        out[_camel(f["n"])] = value
+    return out
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
 class TransactionLogParser:
-    """``TransactionLog.formatRecordKeyAndValue`` (Kafka 3.x text)."""
+    """Kafka 4.1's ``DumpLogSegments.TransactionLogMessageParser``: key and value as JSON
+    (``{"type":"0","data":{"transactionalId":...}}``, ``{"version":"1","data":{...}}``, the
+    TV2 fields ``previousProducerId``, ``nextProducerId`` and ``clientTransactionVersion``
+    when set), ``<DELETE>`` for a tombstone."""
 
     def parse(self, r: rec.Record) -> tuple[str | None, str | None]:
-        if r.key is None or len(r.key) < 2:
-            raise ValueError("Failed to decode message using transaction log decoder (message had a missing key)")
+        if r.key is None:
+            raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "
+                             f"(message had a missing key)")
         (version,) = struct.unpack_from(">h", r.key, 0)
         if version != 0:
-            return f"unknown::version={version}", None
-        k, _ = schema.parse(schema.data_message("TransactionLogKey", 0), r.key[2:])
-        tid = k.transactional_id
-        key = f"transaction_metadata::transactionalId={tid}"
+            return f"Unknown record type {version} at offset {r.offset}, skipping.", None
+        kmsg = schema.data_message("TransactionLogKey", 0)
+        k, _ = schema.parse(kmsg, r.key[2:])
+        key = _json({"type": str(version), "data": message_json(_fields("TransactionLogKey"), k, 0)})
         if r.value is None:
             return key, "<DELETE>"
         (vversion,) = struct.unpack_from(">h", r.value, 0)
-        v, _ = schema.parse(schema.data_message("TransactionLogValue", min(max(vversion, 0), 1)), r.value[2:])
-        parts = [f"{tp.topic}-{p}" for tp in (v.transaction_partitions or []) for p in tp.partition_ids]
-        state = _TXN_STATES.get(v.transaction_status, f"Unknown({v.transaction_status})")
-        value = (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={state},"
-                 f"partitions=[{','.join(parts)}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
-                 f"txnTimeoutMs={v.transaction_timeout_ms}")
-        return key, value
+        if not 0 <= vversion <= 1:
+            raise ValueError(f"Unknown version {vversion} of TransactionLogValue")
+        v, _ = schema.parse(schema.data_message("TransactionLogValue", vversion), r.value[2:])
+        return key, _json({"version": str(vversion), "data": message_json(_fields("TransactionLogValue"), v, vversion)})
+
+
+def _fields(name: str) -> list:
+    return schema.SCHEMA["data"][name]["fields"]
 
 
 class OffsetsParser:

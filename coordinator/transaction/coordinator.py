@@ -1,9 +1,21 @@
-"""The transaction coordinator (KIP-98) of one node, with Kafka's TV1 semantics
-(Kafka's TransactionCoordinator, TransactionMetadata and TransactionMarkerChannelManager).
+"""The transaction coordinator (KIP-98) of one node, with Kafka 4.1's semantics for both
+transaction protocols side by side (Kafka's TransactionCoordinator, TransactionMetadata
+and TransactionMarkerChannelManager).
 
 Per transactional id: Empty/Complete* --AddPartitionsToTxn--> Ongoing --EndTxn--> Prepare*
 --markers--> Complete*. Every transition is appended to `__transaction_state` before it
 takes effect in memory.
+
+Which protocol a request speaks follows from its version, as in Kafka: EndTxn v5 is
+transactions V2 (KIP-890 part 2), older versions are V1; AddPartitionsToTxn v4+ (which a
+partition leader sends for a Produce v12+ or TxnOffsetCommit v5+ that adds its partition
+itself) records client transaction version 2, older ones 0. Under V2 every commit or
+abort bumps the producer epoch (the Prepare* record already carries it, and so do the
+markers), an abort needs no open transaction, and a commit or abort at an exhausted
+epoch moves the id to a new producer id (``next_producer_id``) at epoch 0. What the
+coordinator does on its own (a timed-out transaction's abort, the fence of an
+InitProducerId) follows the finalized ``transaction.version`` (``TxnIO.transaction_version``),
+which also decides the version of the records written.
 
 There are no locks, because of one invariant: **a request's checks of the metadata and
 the write they justify happen in one synchronous step, with no await between them**
@@ -31,8 +43,9 @@ from typing import Iterable, Protocol
 
 from minikafka.protocol.errors import ErrorCode
 from ..hashing import partition_for
-from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, VALID_PREVIOUS, TransactionMetadata, TxnState,
-                    decode_key, decode_value, encode_key, encode_value, epoch_exhausted)
+from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_0, TV_2, VALID_PREVIOUS, TransactionMetadata,
+                    TxnState, decode_key, decode_value, encode_key, encode_value, epoch_exhausted, supports_epoch_bump,
+                    value_version)
 
 log = logging.getLogger("minikafka.txn")
 
@@ -53,6 +66,8 @@ SKIPPED_MARKER_ERRORS = {E.UNSUPPORTED_FOR_MESSAGE_FORMAT, E.UNSUPPORTED_VERSION
 ABANDONING_MARKER_ERRORS = {E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED}
 MARKER_RETRY_FIRST_S = 0.05
 MARKER_RETRY_MAX_S = 1.0
+# KIP-939: a two-phase-commit transaction's timeout (never aborted by the coordinator)
+TWO_PC_TIMEOUT_MS = 2**31 - 1
 
 
 class TxnIO(Protocol):
@@ -66,6 +81,7 @@ class TxnIO(Protocol):
     def read_state(self) -> Iterable[tuple[bytes, bytes | None]]: ...
     def partition_exists(self, topic: str, partition: int) -> bool: ...
     def coordinator_epoch(self, state_partition: int) -> int: ...
+    def transaction_version(self) -> int: ...
     def fault(self, point: str) -> None: ...
 
 
@@ -77,8 +93,9 @@ class TxnError(Exception):
 
 class TransactionCoordinator:
     def __init__(self, io: TxnIO, *, num_partitions: int = 50, max_timeout_ms: int = 900000,
-                 id_expiration_ms: int = 604800000, offsets_partitions: int = 50):
+                 id_expiration_ms: int = 604800000, offsets_partitions: int = 50, two_phase_commit: bool = False):
         self.io = io
+        self.two_phase_commit = two_phase_commit  # transaction.two.phase.commit.enable (KIP-939)
         self.num_partitions = num_partitions
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
@@ -139,7 +156,7 @@ class TransactionCoordinator:
 
     def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> None:
         partition, key = self._state_key(md.transactional_id)
-        self.io.append_state(partition, key, encode_value(candidate))
+        self.io.append_state(partition, key, encode_value(candidate, value_version(self.io.transaction_version())))
 
     @staticmethod
     def _apply(md: TransactionMetadata, candidate: TransactionMetadata) -> None:
@@ -153,12 +170,13 @@ class TransactionCoordinator:
         self._append(md, candidate)
         self._apply(md, candidate)
 
-    async def _end(self, md: TransactionMetadata, commit: bool) -> None:
-        """Ongoing -> Prepare*, the commit point: appended, fsynced (so not even a power cut
-        undoes a decision a client was told about), applied; the markers follow."""
+    async def _end(self, md: TransactionMetadata, commit: bool, **changes) -> None:
+        """-> Prepare*, the commit point: appended, fsynced (so not even a power cut undoes a
+        decision a client was told about), applied; the markers follow. ``changes``: what
+        transactions V2 changes besides the state (the bumped epoch, ...)."""
         self.io.fault("txn.before_prepare")
         target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-        candidate = self._candidate(md, {"state": target})
+        candidate = self._candidate(md, {"state": target, **changes})
         md.pending_state = target
         try:
             self._append(md, candidate)
@@ -177,12 +195,25 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------ InitProducerId
     async def init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
-                               expected_pid: int = NO_PRODUCER_ID, expected_epoch: int = NO_PRODUCER_EPOCH) -> tuple[int, int]:
+                               expected_pid: int = NO_PRODUCER_ID, expected_epoch: int = NO_PRODUCER_EPOCH,
+                               enable_2pc: bool = False, keep_prepared_txn: bool = False) -> tuple[int, int]:
         """-> (producer_id, epoch); raises TxnError. `expected_*` are KIP-360's producer id and
-        epoch of a producer recovering its own id (both given or neither: the handler checks)."""
+        epoch of a producer recovering its own id (both given or neither: the handler checks).
+
+        KIP-939 (InitProducerId v6), as far as Kafka 4.1 serves it: `enable_2pc` needs
+        transaction.two.phase.commit.enable (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and
+        gives the transaction no timeout (Integer.MAX_VALUE: never aborted by the coordinator);
+        `keep_prepared_txn` (keeping a prepared transaction across the producer's restart) is
+        refused with UNSUPPORTED_VERSION, as Kafka 4.1 refuses it."""
         if transactional_id == "":
             raise TxnError(E.INVALID_REQUEST, "transactional id must not be empty")
-        if txn_timeout_ms <= 0 or txn_timeout_ms > self.max_timeout_ms:
+        if enable_2pc and not self.two_phase_commit:
+            raise TxnError(E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if keep_prepared_txn:
+            raise TxnError(E.UNSUPPORTED_VERSION)
+        if enable_2pc:
+            txn_timeout_ms = TWO_PC_TIMEOUT_MS
+        elif txn_timeout_ms <= 0 or txn_timeout_ms > self.max_timeout_ms:
             raise TxnError(E.INVALID_TRANSACTION_TIMEOUT)
         expected = expected_pid != NO_PRODUCER_ID
         md = self.txns.get(transactional_id)
@@ -226,7 +257,10 @@ class TransactionCoordinator:
 
     # ---------------------------------------------------- AddPartitionsToTxn
     def add_partitions(self, transactional_id: str, pid: int, epoch: int,
-                       partitions: Iterable[tuple[str, int]]) -> None:
+                       partitions: Iterable[tuple[str, int]], client_txn_version: int = TV_0) -> None:
+        """AddPartitionsToTxn. ``client_txn_version``: 2 for v4+ (also what a partition leader
+        sends to add a partition itself), 0 for v0-3, recorded with the transition (Kafka's
+        transactionVersionForAddPartitionsToTxn)."""
         if not transactional_id:
             raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
@@ -245,9 +279,10 @@ class TransactionCoordinator:
         if md.state == S.ONGOING:
             if parts <= md.partitions:
                 return
-            self._transition(md, partitions=md.partitions | parts)
+            self._transition(md, partitions=md.partitions | parts, client_txn_version=client_txn_version)
         else:
-            self._transition(md, state=S.ONGOING, partitions=parts, txn_start_ms=self.io.now_ms())
+            self._transition(md, state=S.ONGOING, partitions=parts, txn_start_ms=self.io.now_ms(),
+                             client_txn_version=client_txn_version)
 
     def add_offsets(self, transactional_id: str, pid: int, epoch: int, group_id: str) -> None:
         self.add_partitions(transactional_id, pid, epoch, [self.offsets_partition(group_id)])
@@ -276,8 +311,13 @@ class TransactionCoordinator:
         return {tp: err for tp in parts}
 
     # --------------------------------------------------------------- EndTxn
-    async def end_txn(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> None:
-        """EndTxn from a client (TV1): answers once the decision is durable."""
+    async def end_txn(self, transactional_id: str, pid: int, epoch: int, commit: bool,
+                      v2: bool = False) -> tuple[int, int]:
+        """EndTxn from a client: answers once the decision is durable. ``v2``: EndTxn v5
+        (transactions V2). Returns the producer id and epoch EndTxn v5 answers with (the
+        bumped ones; -1 for the classic protocol, which keeps them)."""
+        if v2:
+            return await self._end_txn_v2(transactional_id, pid, epoch, commit)
         if not transactional_id:
             raise TxnError(E.INVALID_REQUEST)
         md = self.txns.get(transactional_id)
@@ -288,22 +328,105 @@ class TransactionCoordinator:
         if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
-            await self._end(md, commit)
-            return
+            # the classic protocol keeps the epoch (Kafka records client transaction version 0)
+            await self._end(md, commit, client_txn_version=TV_0)
+            return NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if md.state == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
-            return  # a retry of an EndTxn that completed
+            return NO_PRODUCER_ID, NO_PRODUCER_EPOCH  # a retry of an EndTxn that completed
         raise TxnError(E.INVALID_TXN_STATE, f"EndTxn({'commit' if commit else 'abort'}) in state {md.state.display}")
 
+    async def _end_txn_v2(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> tuple[int, int]:
+        """EndTxn v5 (Kafka's endTransaction for transactions V2). The request's epoch is told
+        apart from the current one: the producer's own epoch ends the transaction (bumping
+        it); the epoch before the bump is a retry of an EndTxn that already ended it (answered
+        NONE with the current producer id and epoch if its result matches, INVALID_TXN_STATE
+        if not); so is the last epoch of the previous producer id right after a rotation.
+        Anything else is PRODUCER_FENCED. An abort with no transaction open (Empty, Complete*)
+        is a transaction of its own: no markers, but the epoch is bumped."""
+        if not transactional_id:
+            raise TxnError(E.INVALID_REQUEST)
+        md = self.txns.get(transactional_id)
+        if md is None:
+            raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
+        retry_on_overflow = (md.prev_producer_id == pid and epoch == MAX_EPOCH - 1 and md.producer_epoch == 0)
+        retry_on_epoch_bump = md.producer_epoch == epoch + 1
+        if md.state in (S.ONGOING, S.EMPTY):
+            valid_epoch = epoch == md.producer_epoch
+        elif md.state in PREPARED:
+            valid_epoch = retry_on_epoch_bump
+        else:
+            valid_epoch = retry_on_epoch_bump or retry_on_overflow or epoch == md.producer_epoch
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        # Kafka 4.1 checks a transition in flight (markers being written included) first here
+        if md.pending_state is not None:
+            raise TxnError(E.CONCURRENT_TRANSACTIONS)
+        if md.producer_id != pid and not retry_on_overflow:
+            raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            raise TxnError(E.PRODUCER_FENCED)
+        wrong = TxnError(E.INVALID_TXN_STATE, f"EndTxn({'commit' if commit else 'abort'}) in state {md.state.display}")
+        if md.state == S.ONGOING:
+            return await self._end_with_bump(md, commit, no_partition_added=False)
+        if md.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            done_commit = md.state == S.COMPLETE_COMMIT
+            if is_retry:
+                if commit != done_commit:
+                    raise wrong
+                return md.producer_id, md.producer_epoch  # a retry of the EndTxn that ended it
+            if commit:
+                raise wrong
+            return await self._end_with_bump(md, False, no_partition_added=True)
+        if md.state == S.EMPTY:
+            if commit:
+                raise wrong
+            return await self._end_with_bump(md, False, no_partition_added=True)
+        # Prepare* without a transition in flight: markers abandoned (the state waits for a reload)
+        if commit == (md.state == S.PREPARE_COMMIT):
+            raise TxnError(E.CONCURRENT_TRANSACTIONS)
+        raise wrong
+
+    async def _end_with_bump(self, md: TransactionMetadata, commit: bool, no_partition_added: bool,
+                             fencing: bool = False) -> tuple[int, int]:
+        """Kafka's prepareAbortOrCommit under transactions V2: Prepare* with the epoch bumped
+        (never past Short.MAX_VALUE, which only an abort of a fenced producer reaches) and the
+        previous epoch kept as the last one; at an exhausted epoch (not when fencing) a new
+        producer id is allocated for the completion. Returns the producer id and epoch the
+        transaction completes with, which EndTxn v5 answers."""
+        now = self.io.now_ms()
+        next_pid = NO_PRODUCER_ID
+        if not fencing and epoch_exhausted(md.producer_epoch):
+            next_pid = self.io.allocate_producer_id()
+        if md.producer_epoch == MAX_EPOCH and not commit:
+            log.error("Aborting producer %s %d with epoch equal to Short.MaxValue, this must not happen unless "
+                      "there is a bug", md.transactional_id, md.producer_id)
+            bumped = MAX_EPOCH
+        else:
+            bumped = md.producer_epoch + 1
+        # an abort with no partition added has no start time: the update time stands for it
+        await self._end(md, commit, producer_epoch=bumped, last_producer_epoch=md.producer_epoch,
+                        next_producer_id=next_pid, client_txn_version=TV_2,
+                        txn_start_ms=now if no_partition_added else md.txn_start_ms)
+        if next_pid != NO_PRODUCER_ID:
+            return next_pid, 0
+        return md.producer_id, md.producer_epoch
+
     async def _fence_and_abort(self, md: TransactionMetadata) -> None:
-        """Kafka's prepareFenceProducerEpoch + abort: the epoch is bumped (fencing the current
-        producer; Short.MAX_VALUE is never passed) and the open transaction aborted with it.
-        Nobody may claim the old epoch afterwards (last epoch -1)."""
+        """Kafka's prepareFenceProducerEpoch + abort, under the finalized transaction.version:
+        the epoch is bumped once (fencing the current producer; Short.MAX_VALUE is never
+        passed) and the open transaction aborted with it. Under transactions V1 nobody may
+        claim the fenced epoch afterwards (last epoch -1); under V2 the bump is the abort's own
+        (Kafka 4.1 leaves it to prepareAbortOrCommit: +1, not +2, the epoch before it kept as
+        the last one, as recorded from Kafka in txn_v2/fence/*)."""
+        if supports_epoch_bump(self.io.transaction_version()):
+            await self._end_with_bump(md, False, no_partition_added=False, fencing=True)
+            return
         # Kafka bumps the epoch in memory before the append: from here on the fenced producer
         # gets PRODUCER_FENCED, also while the decision is being made durable
         if md.producer_epoch != MAX_EPOCH:
             md.producer_epoch += 1
         md.last_producer_epoch = NO_PRODUCER_EPOCH
-        await self._end(md, commit=False)
+        # Kafka's endTransactionWithTV1 records client transaction version 0
+        await self._end(md, commit=False, client_txn_version=TV_0)
 
     # ------------------------------------------------------------ markers
     def write_markers(self) -> float | None:
@@ -380,12 +503,17 @@ class TransactionCoordinator:
         for md in mds:
             del self._completing[md.transactional_id]
             self._warned.discard(md.transactional_id)
-            # Kafka's prepareComplete: a finished transaction holds no partitions
-            candidates.append(self._candidate(md, {"state": COMPLETE_OF[md.state], "partitions": set()}))
+            # Kafka's prepareComplete: a finished transaction holds no partitions; a transactions V2
+            # commit or abort at an exhausted epoch completes under its next producer id, epoch 0
+            changes = {"state": COMPLETE_OF[md.state], "partitions": set(), "next_producer_id": NO_PRODUCER_ID}
+            if supports_epoch_bump(md.client_txn_version) and md.next_producer_id != NO_PRODUCER_ID:
+                changes.update(producer_id=md.next_producer_id, producer_epoch=0)
+            candidates.append(self._candidate(md, changes))
+        version = value_version(self.io.transaction_version())
         records = []
         for md, candidate in zip(mds, candidates):
             partition, key = self._state_key(md.transactional_id)
-            records.append((partition, key, encode_value(candidate)))
+            records.append((partition, key, encode_value(candidate, version)))
         self.io.append_states(records)
         for md, candidate in zip(mds, candidates):
             self._apply(md, candidate)
@@ -395,7 +523,8 @@ class TransactionCoordinator:
         now = self.io.now_ms()
         n = 0
         for md in list(self.txns.values()):
-            if (md.state == S.ONGOING and md.pending_state is None
+            # a two-phase-commit transaction (KIP-939: no timeout) waits for its external coordinator
+            if (md.state == S.ONGOING and md.pending_state is None and md.txn_timeout_ms != TWO_PC_TIMEOUT_MS
                     and md.txn_start_ms >= 0 and now > md.txn_start_ms + md.txn_timeout_ms):
                 log.info("aborting transaction of %s (pid %d epoch %d): timed out after %d ms",
                          md.transactional_id, md.producer_id, md.producer_epoch, md.txn_timeout_ms)

@@ -31,12 +31,13 @@ class TxnState(enum.IntEnum):
 
 _DISPLAY = {s: "".join(w.capitalize() for w in s.name.split("_")) for s in TxnState}
 S = TxnState
-# The transitions this (TV1) coordinator makes; Kafka's validPreviousStates restricted to them.
+# The transitions this coordinator makes; Kafka's validPreviousStates restricted to them. Under
+# transactions V2 a client may abort with no transaction open (Empty/Complete* -> PrepareAbort).
 VALID_PREVIOUS = {
     S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING},
+    S.PREPARE_ABORT: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
     S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
     S.COMPLETE_ABORT: {S.PREPARE_ABORT},
 }
@@ -44,6 +45,13 @@ VALID_PREVIOUS = {
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 MAX_EPOCH = 32767
+# Kafka's TransactionVersion levels: what a transition was made under (client_txn_version)
+TV_0, TV_1, TV_2 = 0, 1, 2
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """Kafka's TransactionVersion.supportsEpochBump: transactions V2 (KIP-890 part 2)."""
+    return transaction_version >= TV_2
 
 
 def epoch_exhausted(epoch: int) -> bool:
@@ -57,13 +65,20 @@ class TransactionMetadata:
     producer_id: int
     producer_epoch: int = NO_PRODUCER_EPOCH
     last_producer_epoch: int = NO_PRODUCER_EPOCH
+    # the producer id before the last transition (differs from producer_id right after a
+    # rotation: a retry of the request that rotated is recognised by it) and, under
+    # transactions V2, the producer id a commit or abort at an exhausted epoch moves to
     prev_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
     txn_timeout_ms: int = 60000
     state: TxnState = TxnState.EMPTY
     partitions: set = field(default_factory=set)  # {(topic, partition)}
     txn_start_ms: int = -1
     txn_last_update_ms: int = -1
-    client_txn_version: int = 0
+    # Kafka's clientTransactionVersion: the protocol of the request behind the last transition
+    # (AddPartitionsToTxn v4+ and EndTxn v5: 2; older versions: 0; server-initiated aborts:
+    # the finalized transaction.version)
+    client_txn_version: int = TV_0
     # A transition in flight (the commit point's fsync, or Complete* while markers are being
     # written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
@@ -79,23 +94,57 @@ def encode_key(transactional_id: str) -> bytes:
                                                {"transactional_id": transactional_id})
 
 
+def value_version(transaction_version: int) -> int:
+    """Kafka's TransactionVersion.transactionLogValueVersion: the finalized transaction.version
+    at write time decides (0: the classic value; 1 and 2: version 1, flexible)."""
+    return 0 if transaction_version < TV_1 else 1
+
+
+def encode_value_by_schema(md: TransactionMetadata, version: int = 1) -> bytes:
+    """The record Kafka 4.1 writes, built by the schema machinery (in ``version``,
+    ``value_version`` of the finalized transaction.version). Version 1 carries ``client_transaction_version`` (tagged, written when
+    not 0) and the producer ids of an epoch exhaustion (tagged, written when set): the next
+    producer id while a transactions V2 commit or abort moves to it, and the previous one while
+    it differs from the current (right after a rotation). Kafka 4.1 writes neither producer id,
+    so it forgets them across a coordinator reload (tests/conformance/DIFFERENCES.md,
+    rotation-survives-reload)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, part in md.sorted_partitions():
+        by_topic.setdefault(topic, []).append(part)
+    previous = md.prev_producer_id if md.prev_producer_id != md.producer_id else NO_PRODUCER_ID
+    body = {
+        "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
+        "previous_producer_id": previous, "next_producer_id": md.next_producer_id,
+        "transaction_timeout_ms": md.txn_timeout_ms, "transaction_status": int(md.state),
+        # Kafka writes null for Empty (no partitions at all) and a list otherwise
+        "transaction_partitions": None if md.state == TxnState.EMPTY else
+        [{"topic": t, "partition_ids": p} for t, p in by_topic.items()],
+        "transaction_last_update_timestamp_ms": md.txn_last_update_ms,
+        "transaction_start_timestamp_ms": md.txn_start_ms,
+        "client_transaction_version": md.client_txn_version,
+    }
+    return struct.pack(">h", version) + schema.build(schema.data_message("TransactionLogValue", version), body)
+
+
 _VALUE_V1_HEAD = struct.Struct(">hqhib")
 _VALUE_V1_TAIL = struct.Struct(">qq")
 _TOPIC_PARTITION = struct.Struct(">i")
 
 
-def encode_value(md: TransactionMetadata) -> bytes:
-    """The record Kafka 4.1 writes (version 1, flexible). TV1 records carry no previous or
-    next producer id and client transaction version 0 (tagged fields left at their
-    defaults, so not written): those exist for TV2.
-
-    Written by hand rather than through the schema machinery, as it is appended on every
-    transition; tests/unit check it byte for byte against the schema's encoding."""
+def encode_value(md: TransactionMetadata, version: int = 1) -> bytes:
+    """The record Kafka 4.1 writes (``encode_value_by_schema``). Written by hand for the
+    usual case (version 1, no producer ids of a rotation to carry), as it is appended on
+    every transition; tests/unit check it byte for byte against the schema's encoding."""
+    if version != 1 or md.next_producer_id != NO_PRODUCER_ID or (
+            md.prev_producer_id != NO_PRODUCER_ID and md.prev_producer_id != md.producer_id):
+        return encode_value_by_schema(md, version)
     out = bytearray(_VALUE_V1_HEAD.pack(1, md.producer_id, md.producer_epoch, md.txn_timeout_ms, int(md.state)))
     by_topic: dict[str, list[int]] = {}
-    for topic, part in md.sorted_partitions():
-        by_topic.setdefault(topic, []).append(part)
-    _uvarint(out, len(by_topic) + 1)  # compact array
+    if md.state != TxnState.EMPTY:
+        for topic, part in md.sorted_partitions():
+            by_topic.setdefault(topic, []).append(part)
+    # Kafka writes null for Empty (no partitions at all) and a list otherwise
+    _uvarint(out, 0 if md.state == TxnState.EMPTY else len(by_topic) + 1)  # compact array
     for topic, parts in by_topic.items():
         name = topic.encode("utf-8")
         _uvarint(out, len(name) + 1)  # compact string
@@ -138,7 +187,7 @@ def decode_value(transactional_id: str, data: bytes | None) -> TransactionMetada
             parts.add((tp.topic, p))
     return TransactionMetadata(
         transactional_id=transactional_id, producer_id=v.producer_id, producer_epoch=v.producer_epoch,
-        prev_producer_id=v.previous_producer_id,
+        prev_producer_id=v.previous_producer_id, next_producer_id=v.next_producer_id,
         txn_timeout_ms=v.transaction_timeout_ms, state=TxnState(v.transaction_status), partitions=parts,
         txn_start_ms=v.transaction_start_timestamp_ms, txn_last_update_ms=v.transaction_last_update_timestamp_ms,
         client_txn_version=v.client_transaction_version,

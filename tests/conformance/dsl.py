@@ -95,6 +95,27 @@ class Call:
 
 
 @dataclass
+class Repeat:
+    """``call`` sent ``times`` times on one connection, pipelined (in chunks, so neither side's
+    buffers fill up), each answer read in order; only the last answer is recorded. For long
+    runs of one request, such as the InitProducerIds that bring an epoch to exhaustion."""
+    call: Call
+    times: int
+    chunk: int = 500
+
+
+@dataclass
+class TopicId:
+    """The topic id of a scenario topic (``"{t}"``), looked up with Metadata when the request
+    is built: for the KIP-516 request versions that name topics by id (Produce v13, Fetch v13+)."""
+    topic: str
+
+
+def topic_id(topic: str = "{t}") -> TopicId:
+    return TopicId(topic)
+
+
+@dataclass
 class Restart:
     kill: bool = False   # False: clean shutdown (SIGTERM); True: kill -9
     label: str = ""
@@ -110,6 +131,14 @@ class Differs:
     ours: dict
 
 
+# The finalized features of the cluster a scenario runs on, unless it says otherwise: what
+# Kafka finalizes at format time (`kafka-storage.sh format --feature`), minikafka likewise
+# (`minikafka format --feature`). transaction.version=1 is the level the first scenarios
+# were recorded with; TV2 scenarios declare {"transaction.version": 2}.
+DEFAULT_FEATURES = {"transaction.version": 1}
+TV2 = {"transaction.version": 2}
+
+
 @dataclass
 class Scenario:
     name: str                      # "area/what/variant": also the golden file's path
@@ -118,6 +147,11 @@ class Scenario:
     topics: dict = field(default_factory=lambda: {"t": Topic()})
     # broker settings (Kafka's names) for both brokers; scenarios with the same settings share one
     broker: dict = field(default_factory=dict)
+    # finalized feature levels at format time (both brokers); part of the sharing key too
+    features: dict = field(default_factory=lambda: dict(DEFAULT_FEATURES))
+    # a broker (cluster) of its own: for scenarios that change what others would see
+    # (finalized features), as a restart does
+    alone: bool = False
     # step number -> Differs: where minikafka deliberately answers otherwise (DIFFERENCES.md)
     differs: dict = field(default_factory=dict)
 
@@ -127,17 +161,17 @@ class Scenario:
 
     @property
     def config_key(self) -> tuple:
-        """Scenarios with the same key share a broker. A scenario that restarts the broker
+        """Scenarios with the same key (broker settings and finalized features) share a broker. A scenario that restarts the broker
         gets one of its own: a restart bumps leader and coordinator epochs, which would make
         the answers of the scenarios after it depend on which ran before."""
-        key = tuple(sorted(self.broker.items()))
+        key = tuple(sorted(self.broker.items())) + (("<features>", tuple(sorted(self.features.items()))),)
         if self.own_broker:
             key += (("<own broker>", self.name),)
         return key
 
     @property
     def own_broker(self) -> bool:
-        return any(isinstance(s, Restart) for s in self.steps)
+        return self.alone or any(isinstance(s, Restart) for s in self.steps)
 
     @property
     def needs_held(self) -> bool:
@@ -230,8 +264,10 @@ def batch(who: str | None = None, values=("v",), seq: Any = 0, transactional: bo
 
 def produce(records: Batch, topic: str = "{t}", partition: int = 0, txn: str | None = None, acks: int = -1,
             v: int = 9, **kw) -> Call:
+    """Produce one batch; v13+ names the topic by id (``topic_id(topic)``, or an id given as ``topic``)."""
+    where = {"name": topic} if v < 13 else {"topic_id": topic if not isinstance(topic, str) else topic_id(topic)}
     return Call(0, v, {"transactional_id": txn, "acks": acks, "timeout_ms": 30000,
-                       "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}]},
+                       "topic_data": [{**where, "partition_data": [{"index": partition, "records": records}]}]},
                 **kw)
 
 
@@ -332,6 +368,10 @@ def offset_fetch(group: str = "{g}", parts="{t}", require_stable: bool = True, v
 
 def restart(kill: bool = False, label: str = "") -> Restart:
     return Restart(kill, label)
+
+
+def repeat(step: Call, times: int) -> Repeat:
+    return Repeat(step, times)
 
 
 # --------------------------------------------------------------------------- partition-side helpers

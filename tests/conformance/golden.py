@@ -4,12 +4,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .kafka_reference import FEATURES, KAFKA_VERSION
+from .kafka_reference import KAFKA_VERSION
 from .normalize import flatten
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
-RECORDED_FROM = (f"Apache Kafka {KAFKA_VERSION} (KRaft, node 1 broker+controller; node 2 broker for held topics; "
-                 f"{', '.join(FEATURES)})")
+
+
+def feature_args(features: dict) -> tuple[str, ...]:
+    """{"transaction.version": 2} -> ("transaction.version=2",): kafka-storage.sh's --feature values."""
+    return tuple(f"{k}={v}" for k, v in sorted(features.items()))
+
+
+def recorded_from(features: dict) -> str:
+    return (f"Apache Kafka {KAFKA_VERSION} (KRaft, node 1 broker+controller; node 2 broker for held topics; "
+            f"{', '.join(feature_args(features))})")
 # Topics whose markers cannot be written: in minikafka through MINIKAFKA_FAULT_HOLD_MARKERS.
 HELD_PREFIX = "cfheld-"
 
@@ -21,7 +29,7 @@ def golden_path(name: str) -> Path:
 def write(scenario, transcript: list[dict]) -> Path:
     path = golden_path(scenario.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"scenario": scenario.name, "doc": scenario.doc, "recorded_from": RECORDED_FROM,
+    doc = {"scenario": scenario.name, "doc": scenario.doc, "recorded_from": recorded_from(scenario.features),
            "broker_config": dict(sorted(scenario.broker.items())), "steps": transcript}
     path.write_text(json.dumps(doc, indent=1) + "\n")
     return path

@@ -6,8 +6,9 @@ i.e. ``../reference`` from the repository root). Nothing of it is in this
 repository; this module only writes config files into a temp dir and runs
 Kafka's own start scripts from there.
 
-The cluster: node 1 is a combined KRaft broker+controller, formatted with
-``transaction.version=1`` (the protocol minikafka serves). Scenarios that need
+The cluster: node 1 is a combined KRaft broker+controller, formatted with the
+scenario group's finalized features (``--feature transaction.version=1`` unless the
+scenarios declare others, e.g. ``transaction.version=2``). Scenarios that need
 a transaction to stay in PrepareCommit/PrepareAbort use "held" topics: their
 partitions are placed on a second, broker-only node 2 that is stopped once they
 exist, so the coordinator (on node 1) cannot deliver markers to them, exactly
@@ -31,7 +32,7 @@ from minikafka.broker.tools.wire import WireClient
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
 DISTRIBUTION = f"kafka_2.13-{KAFKA_VERSION}"
-FEATURES = ("transaction.version=1",)
+FEATURES = ("transaction.version=1",)   # the default; a cluster may be formatted with others
 # What one node needs (the same as ../shared/reference/kafka.sh); every other setting is
 # Kafka 4.1's default unless a scenario group overrides it.
 BASE_CONFIG = {
@@ -115,7 +116,7 @@ class KafkaNode:
                "--cluster-id", self.cluster.cluster_id]
         if self.controller:
             cmd.append("--standalone")
-            for f in FEATURES:
+            for f in self.cluster.features:
                 cmd += ["--feature", f]
         else:
             cmd.append("--no-initial-controllers")
@@ -168,9 +169,11 @@ class KafkaNode:
 class KafkaCluster:
     """Node 1 (broker+controller) always; node 2 (broker) when ``held_topics`` is wanted."""
 
-    def __init__(self, overrides: dict[str, str] | None = None, with_second_broker: bool = False):
+    def __init__(self, overrides: dict[str, str] | None = None, with_second_broker: bool = False,
+                 features: tuple[str, ...] = FEATURES):
         self.root = Path(tempfile.mkdtemp(prefix="minikafka-conformance-kafka-"))
         self.overrides = dict(overrides or {})
+        self.features = tuple(features)   # "name=level", passed to kafka-storage.sh format --feature
         self.cluster_id = base64.urlsafe_b64encode(b"minikafka-confrm").decode().rstrip("=")
         p1, self.controller_port, p2 = _free_ports(3)
         self.node1 = KafkaNode(self, 1, p1, controller=True)

@@ -137,6 +137,8 @@ def canonical(api: str, response):
     meaning in these answers; without this, two recordings of one scenario would differ."""
     if not isinstance(response, dict):
         return response
+    if api == "ApiVersions":
+        return api_versions_features(response)
     if api == "DescribeTransactions":
         for s in response.get("transaction_states", []):
             for t in s.get("topics") or []:
@@ -156,6 +158,22 @@ def canonical(api: str, response):
                 p["active_producers"] = sorted(p.get("active_producers", []), key=lambda e: str(e["producer_id"]))
     canonical_partition_maps(api, response)
     return response
+
+
+# The features a scenario may look at in an ApiVersions answer: the ones minikafka serves.
+COMPARED_FEATURES = ("transaction.version",)
+
+
+def api_versions_features(response: dict) -> dict:
+    """An ApiVersions answer reduced to its error and the served features' supported and
+    finalized levels. The API list is not compared (minikafka serves fewer APIs; README,
+    "Kafka APIs served"), nor the finalized features' epoch (Kafka's is an offset of its
+    metadata log), nor features minikafka does not serve."""
+    def only(key):
+        return sorted((f for f in response.get(key) or [] if f.get("name") in COMPARED_FEATURES),
+                      key=lambda f: f["name"])
+    return {"error_code": response.get("error_code"), "supported_features": only("supported_features"),
+            "finalized_features": only("finalized_features")}
 
 
 def canonical_partition_maps(api: str, response: dict) -> None:

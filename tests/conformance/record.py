@@ -55,7 +55,8 @@ def groups(scenarios) -> dict[tuple, list]:
 def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) -> list[str]:
     problems = []
     settings = scenarios[0].broker
-    cluster = KafkaCluster(settings, with_second_broker=any(s.needs_held for s in scenarios))
+    cluster = KafkaCluster(settings, with_second_broker=any(s.needs_held for s in scenarios),
+                           features=golden.feature_args(scenarios[0].features))
     try:
         t0 = time.monotonic()
         cluster.start()
@@ -71,7 +72,8 @@ def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) 
                         create_topic(target.bootstrap, run.real(word), t.partitions, t.configs, broker_ids=[2],
                                      leader_bootstrap=f"127.0.0.1:{cluster.node2.port}")
             cluster.stop_second_broker()
-        print(f"group {settings or 'defaults'}{' (own broker)' if scenarios[0].own_broker else ''}: Kafka ready in {time.monotonic() - t0:.1f} s, "
+        print(f"group {settings or 'defaults'} {', '.join(cluster.features)}"
+              f"{' (own broker)' if scenarios[0].own_broker else ''}: Kafka ready in {time.monotonic() - t0:.1f} s, "
               f"{len(runs)} scenarios", flush=True)
         for run in runs:
             s = run.scenario

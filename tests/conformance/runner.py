@@ -16,7 +16,7 @@ from minikafka.coordinator.hashing import partition_for
 from minikafka.protocol import records as rec
 from minikafka.protocol.schema import API_NAMES
 
-from .dsl import Batch, Call, Ref, Restart, Scenario
+from .dsl import Batch, Call, Ref, Repeat, Restart, Scenario, TopicId
 from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
@@ -147,7 +147,7 @@ def _collect(obj, words: set) -> None:
     elif isinstance(obj, (list, tuple)):
         for v in obj:
             _collect(v, words)
-    elif isinstance(obj, (Call, Batch)):
+    elif isinstance(obj, (Call, Batch, Repeat, TopicId)):
         _collect(vars(obj), words)
 
 
@@ -172,6 +172,8 @@ class Run:
             return _PLACEHOLDER.sub(lambda m: self.names[m.group(0)], obj)
         if isinstance(obj, Batch):
             return self.build_batch(obj)
+        if isinstance(obj, TopicId):
+            return self.topic_id(self.resolve(obj.topic))
         if isinstance(obj, dict):
             return {k: self.resolve(v) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
@@ -189,6 +191,16 @@ class Run:
                    for i, v in enumerate(b.values)]
         return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                                is_transactional=b.transactional)
+
+    def topic_id(self, name: str):
+        with WireClient.to(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
+            t = c.request(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False,
+                                  "include_topic_authorized_operations": False}).topics[0]
+        if t.error_code != 0:
+            raise ScenarioError(f"topic id of {name}: Metadata error {t.error_code}")
+        if t.topic_id.int == 0:
+            raise ScenarioError(f"topic id of {name}: Metadata answered no id")
+        return t.topic_id
 
     # -- connections --
     def conn(self, name: str) -> WireClient:
@@ -220,6 +232,9 @@ class Run:
                     warm_up(self.target.bootstrap)
                     transcript.append({"step": i, "restart": "kill -9" if step.kill else "clean"})
                     continue
+                if isinstance(step, Repeat):
+                    transcript.append(self.repeat(i, step))
+                    continue
                 transcript.append(self.call(i, step))
         finally:
             self.close()
@@ -244,7 +259,9 @@ class Run:
             # minikafka fails at its deadline)
             waiting = bool(codes & (set(step.retry_while) | COORDINATOR_LOADING))
             if step.until is not None and not waiting:
-                waiting = not all(_matches(_safe_lookup(resp, p), want) for p, want in step.until.items())
+                # an ApiVersions answer is polled in its compared form (the served features only)
+                seen = canonical(request["api"], self.norm(resp)) if request["api"] == "ApiVersions" else resp
+                waiting = not all(_matches(_safe_lookup(seen, p), want) for p, want in step.until.items())
             if not waiting:
                 answer = resp
                 break
@@ -261,6 +278,34 @@ class Run:
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
             entry["label"] = step.label
+        return entry
+
+
+    def repeat(self, i: int, step: Repeat) -> dict:
+        """Send the call ``times`` times, pipelined; record the last answer (and, in the request,
+        how many times it was sent). Every answer must carry the same error code as the first:
+        a run of requests is meant to be uniform."""
+        call = step.call
+        body = self.resolve(call.body)
+        conn = self.conn(call.conn)
+        last = None
+        codes: set = set()
+        left = step.times
+        while left:
+            n = min(step.chunk, left)
+            corrs = [conn.send(call.api, call.version, body) for _ in range(n)]
+            for corr in corrs:
+                last = conn.receive(call.api, call.version, corr)
+                codes.add(tuple(error_codes(last)))
+            left -= n
+        if len(codes) > 1:
+            raise ScenarioError(f"step {i}: the repeated {API_NAMES[call.api]} got different answers: {sorted(codes)}")
+        if call.save:
+            self.saved[call.save] = last
+        request = {"api": API_NAMES[call.api], "version": call.version, "body": self.norm(body), "times": step.times}
+        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(last))}
+        if call.label:
+            entry["label"] = call.label
         return entry
 
 

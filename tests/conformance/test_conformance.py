@@ -36,7 +36,8 @@ class MinikafkaTarget:
 
 def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
     b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", overrides=scenario.broker,
-                      env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name)
+                      env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
+                      features=scenario.features)
     b.start()
     warm_up(b.bootstrap, timeout=30)
     return MinikafkaTarget(b)

@@ -504,11 +504,8 @@ def requests_served(port: int, api: str) -> float:
     from prometheus_client.parser import text_string_to_metric_families
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
         text = resp.read().decode()
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            if s.name == "kafka_network_requestmetrics_requests_total" and s.labels.get("request") == api:
-                return s.value
-    return 0.0
+    return sum(s.value for fam in text_string_to_metric_families(text) for s in fam.samples
+               if s.name == "kafka_network_requestmetrics_requests_total" and s.labels.get("request") == api)
 
 
 def test_java_admin_client(java_client, broker_factory, unique_topic):

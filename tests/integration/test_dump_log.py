@@ -5,6 +5,7 @@ decoded ``__transaction_state`` (Ongoing -> PrepareCommit -> CompleteCommit, as
 in seed 003) and ``__consumer_offsets`` records."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -20,9 +21,13 @@ BATCH_RE = re.compile(
     r"magic: 2 compresscodec: none crc: (\d+) isvalid: true$")
 RECORD_RE = re.compile(r"^\| offset: (\d+) CreateTime: (\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: (-?\d+) "
                        r"headerKeys: \[([^\]]*)\](.*)$")
-TXN_VALUE_RE = re.compile(r" key: transaction_metadata::transactionalId=(\S+) payload: producerId:(\d+),"
-                          r"producerEpoch:(\d+),state=(\w+),partitions=\[([^\]]*)\],"
-                          r"txnLastUpdateTimestamp=(\d+),txnTimeoutMs=(\d+)$")
+TXN_RECORD_RE = re.compile(r" key: (\{.*\}) payload: (\{.*\})$")   # Kafka 4.1: JSON key and value
+STATES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"]
+
+
+def state_records(out: str) -> list[tuple[dict, dict]]:
+    """(key, value) JSON of every __transaction_state record dumped with the decoder."""
+    return [(json.loads(m.group(1)), json.loads(m.group(2))) for m in map(TXN_RECORD_RE.search, out.splitlines()) if m]
 
 
 def dump(*args: str) -> str:
@@ -120,15 +125,18 @@ def test_dump_transactional_partition_and_state_log(broker_factory, unique_topic
     state_part = partition_for(tid, 50)
     out = dump("--transaction-log-decoder", "--files",
                str(b.partition_dir("__transaction_state", state_part) / "00000000000000000000.log"))
-    rows = [m for m in map(TXN_VALUE_RE.search, out.splitlines()) if m]
-    assert rows and all(m.group(1) == tid and int(m.group(2)) == pid for m in rows), out
-    states = [m.group(4) for m in rows]
+    rows = state_records(out)
+    assert rows and all(k == {"type": "0", "data": {"transactionalId": tid}} for k, _ in rows), out
+    assert all(v["version"] == "1" and v["data"]["producerId"] == pid for _, v in rows), out
+    states = [STATES[v["data"]["transactionStatus"]] for _, v in rows]
     collapsed = [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s]
     assert collapsed == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing", "PrepareAbort",
                          "CompleteAbort", "Ongoing", "PrepareCommit", "CompleteCommit"], states
-    ongoing = [m for m in rows if m.group(4) == "Ongoing"]
-    assert all(m.group(5) == f"{topic}-0" for m in ongoing)
-    assert rows[0].group(5) == "" and int(rows[0].group(7)) > 0
+    ongoing = [v["data"] for _, v in rows if STATES[v["data"]["transactionStatus"]] == "Ongoing"]
+    assert all(d["transactionPartitions"] == [{"topic": topic, "partitionIds": [0]}] for d in ongoing)
+    first = rows[0][1]["data"]
+    assert first["transactionPartitions"] is None and first["transactionTimeoutMs"] > 0
+    assert not any("clientTransactionVersion" in v["data"] for _, v in rows)   # a V1 client: 0, not written
 
     # __consumer_offsets with the offsets decoder
     out = dump("--offsets-decoder", "--files",
@@ -150,3 +158,35 @@ def test_dump_log_reports_trailing_bytes_and_unknown_files(tmp_path):
     assert "payload" not in r.stdout  # --deep-iteration alone prints no data
     assert f"Found 20 invalid bytes at the end of {seg.name}" in r.stdout
     assert f"Ignoring unknown file {other}" in r.stderr
+
+
+def test_dump_state_log_of_a_v2_transaction(broker_factory):
+    """Transactions V2 in the decoder's JSON, as Kafka 4.1's kafka-dump-log.sh prints it
+    (checked against it on a segment of this shape): clientTransactionVersion 2 from the
+    first Ongoing record, the epoch bumped in PrepareCommit."""
+    from minikafka.coordinator.hashing import partition_for
+    from rawclient import make_batch
+    b = broker_factory()
+    tid = "dump-v2"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic("t", 1) == 0
+        c.request(10, 3, {"key": tid, "key_type": 1})
+        r = c.request(22, 5, {"transactional_id": tid, "transaction_timeout_ms": 60000, "producer_id": -1,
+                              "producer_epoch": -1})
+        pid, epoch = r.producer_id, r.producer_epoch
+        assert c.produce("t", 0, make_batch([b"x"], pid, epoch, 0, True), version=12, transactional_id=tid).error_code == 0
+        assert c.request(26, 5, {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                 "committed": True}).error_code == 0
+    wait_transaction_done(b.bootstrap, tid)
+    b.stop()
+    out = dump("--transaction-log-decoder", "--files",
+               str(b.partition_dir("__transaction_state", partition_for(tid, 50)) / "00000000000000000000.log"))
+    assert f' key: {{"type":"0","data":{{"transactionalId":"{tid}"}}}} payload: {{"version":"1","data":' \
+           f'{{"producerId":{pid},"producerEpoch":{epoch},"transactionTimeoutMs":60000,"transactionStatus":0,' \
+           f'"transactionPartitions":null,"transactionLastUpdateTimestampMs":' in out, out
+    rows = [v["data"] for _, v in state_records(out)]
+    assert [(STATES[d["transactionStatus"]], d["producerEpoch"], d.get("clientTransactionVersion")) for d in rows] == [
+        ("Empty", epoch, None), ("Ongoing", epoch, 2), ("PrepareCommit", epoch + 1, 2), ("CompleteCommit", epoch + 1, 2)]
+    assert list(rows[1]) == ["producerId", "producerEpoch", "transactionTimeoutMs", "transactionStatus",
+                             "transactionPartitions", "transactionLastUpdateTimestampMs",
+                             "transactionStartTimestampMs", "clientTransactionVersion"]

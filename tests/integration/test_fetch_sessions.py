@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from harness import BrokerProcess, create_topic, free_port, wait_until
+from harness import create_topic, metrics_broker, wait_until
 
 PARTITIONS = 3
 PER_PHASE = 30
@@ -28,14 +28,8 @@ PER_PHASE = 30
 
 @pytest.fixture
 def sbroker(tmp_path):
-    port = free_port()
-    b = BrokerProcess(tmp_path / "data", name="sessions-broker", overrides={"metrics.listener": f"127.0.0.1:{port}"})
-    b.metrics_port = port
-    try:
-        b.start()
+    with metrics_broker(tmp_path / "data", "sessions-broker") as b:
         yield b
-    finally:
-        b.close()
 
 
 def sessions(b) -> tuple[int, int]:
@@ -75,7 +69,8 @@ def across_a_restart(b, topic: str, got, failed) -> None:
     # the consumer, polling on at the end of the log, holds an incremental session of every partition
     wait_until(lambda: sessions(b) == (1, PARTITIONS), 30, message=lambda: f"sessions {sessions(b)}")
     b.restart()
-    assert sessions(b) == (0, 0)
+    # (no check of an empty cache here: the consumer may already hold a new session; the
+    # sessions live in memory only, so any session after the restart is a new one)
     expected += produce(b, topic, "b")
     wait_until(lambda: len(got()) >= len(expected) or failed(), 90,
                message=lambda: f"consumer has {len(got())}/{len(expected)} records after the restart")

@@ -23,7 +23,7 @@ import uuid
 
 import pytest
 
-from harness import BrokerProcess, create_topic, free_port, wait_until
+from harness import BrokerProcess, create_topic, metrics_broker, wait_until
 
 PARTITIONS = 2
 PER_PHASE = 20
@@ -55,20 +55,15 @@ def ofle_requests(metrics_port: int) -> int:
     """OffsetForLeaderEpoch requests the running broker process has handled."""
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
         text = r.read().decode()
-    m = re.search(r'kafka_network_requestmetrics_requests_total\{request="OffsetForLeaderEpoch"\} (\S+)', text)
-    return int(float(m.group(1))) if m else 0
+    # one sample per API version
+    return int(sum(float(v) for v in re.findall(
+        r'kafka_network_requestmetrics_requests_total\{request="OffsetForLeaderEpoch",version="\d+"\} (\S+)', text)))
 
 
 @pytest.fixture
 def ebroker(tmp_path):
-    port = free_port()
-    b = BrokerProcess(tmp_path / "data", name="epochs-broker", overrides={"metrics.listener": f"127.0.0.1:{port}"})
-    b.metrics_port = port
-    try:
-        b.start()
+    with metrics_broker(tmp_path / "data", "epochs-broker") as b:
         yield b
-    finally:
-        b.close()
 
 
 def check_exactly_once(records: list[dict], expected: list[str]) -> None:

@@ -94,3 +94,29 @@ def test_cannot_crash_it(minikafka_broker):
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*kill9() needs the minikafka broker*external Kafka*"])
     assert broker.running  # untouched
+
+
+def test_first_start_moves_to_another_port_when_its_free_port_was_taken(tmp_path, monkeypatch):
+    # free_port() races with every other process on the machine: the port it found is taken
+    # (here: by us, listening) before the broker binds it. The first start tries another port.
+    import socket
+
+    from minikafka import testing
+    from minikafka.broker.tools.wire import WireClient
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    real = testing.free_port
+    monkeypatch.setattr(testing, "free_port", lambda: next(ports, None) or real())
+    b = testing.BrokerProcess(tmp_path / "data", name="port-race")
+    try:
+        assert b.port == taken.getsockname()[1]
+        b.start()
+        assert b.port != taken.getsockname()[1]
+        assert "Address already in use" in b.log_text()
+        with WireClient.to(b.bootstrap) as c:  # the broker answers on the port it now has
+            assert c.request(18, 0, {}).error_code == 0  # ApiVersions
+    finally:
+        b.close()
+        taken.close()

@@ -132,10 +132,16 @@ def test_recovering_zombie_is_fenced(broker):
         assert b.init(b.pid, recovered).error_code == FENCED
 
 
-def test_stale_recovery_aborts_the_open_transaction(broker):
+@pytest.mark.parametrize("transaction_version", [1, 2])
+def test_stale_recovery_aborts_the_open_transaction(broker_factory, transaction_version):
     """Kafka checks a recovering producer's epoch only once no transaction is open: a stale
     InitProducerId(pid, epoch) while the newer instance's transaction is Ongoing fences
-    and aborts that transaction (CONCURRENT_TRANSACTIONS), and the retry is fenced."""
+    and aborts that transaction (CONCURRENT_TRANSACTIONS), and the retry is fenced. The
+    fence follows the finalized transaction.version, whatever protocol the transaction
+    began with: at 1 the fenced epoch is nobody's; at 2 the abort is V2's, which keeps the
+    epoch before it as the last one, so the newer instance's recovery with it is taken for
+    a retry (Kafka 4.1, recorded in tests/conformance/golden/txn_v2/fence/v1_transaction)."""
+    broker = broker_factory(features={"transaction.version": transaction_version})
     topic = uid("stale")
     with RawClient.to(broker.bootstrap) as c:
         assert c.create_topic(topic, 1) == 0
@@ -149,8 +155,13 @@ def test_stale_recovery_aborts_the_open_transaction(broker):
         assert b.describe().producer_epoch == b.epoch + 1
         assert markers(c, topic, 0) == [0]  # ABORT
         assert a.init(a.pid, a.epoch).error_code == FENCED
-        assert b.init(b.pid, b.epoch).error_code == FENCED, "the fence leaves no last epoch to recover with"
-        assert b.end(True) == FENCED
+        fenced = b.epoch
+        if transaction_version == 1:
+            assert b.init(b.pid, b.epoch).error_code == FENCED, "the fence leaves no last epoch to recover with"
+        else:
+            r = b.init(b.pid, b.epoch)
+            assert (r.error_code, r.producer_epoch) == (0, fenced + 1), "a retry of a recovery: the current epoch"
+        assert b.end(True, epoch=fenced) == FENCED
 
 
 def test_stale_recovery_kafka_python(broker):

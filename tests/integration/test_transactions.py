@@ -302,6 +302,7 @@ def markers_of(bootstrap, topic, partition):
     ("txn.after_prepare", True),        # (a) PrepareCommit durable, no marker yet
     ("txn.after_first_marker", True),   # (b) some markers written
     ("txn.before_prepare", False),      # (c) crash before the commit point
+    ("txn.after_markers", True),        # (d) every marker written, Complete* not yet
 ])
 def test_coordinator_crash_recovery(minikafka_broker, fault, finished):
     b = minikafka_broker

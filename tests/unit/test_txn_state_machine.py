@@ -11,7 +11,8 @@ from minikafka.protocol.errors import ErrorCode as E
 
 
 class MemoryIO:
-    def __init__(self):
+    def __init__(self, transaction_version: int = 1):
+        self.tv = transaction_version  # the finalized transaction.version
         self.records: list[tuple[bytes, bytes | None]] = []
         self.flushed = 0
         self.next_pid = 100
@@ -54,6 +55,9 @@ class MemoryIO:
 
     def coordinator_epoch(self, state_partition) -> int:
         return 0
+
+    def transaction_version(self) -> int:
+        return self.tv
 
     def fault(self, point) -> None:
         pass
@@ -152,37 +156,31 @@ def test_reload_finishes_prepared_transactions():
 
 
 def test_state_record_value_is_what_the_schema_encodes():
-    """encode_value is written by hand (it runs on every transition): byte for byte Kafka's
-    TransactionLogValue v1 as the schema machinery builds it, and read back the same."""
+    """encode_value is written by hand for the usual case (it runs on every transition): byte
+    for byte Kafka's TransactionLogValue as the schema machinery builds it (null partitions
+    for Empty; the producer ids of a rotation; version 0), and read back the same."""
     import random
-    import struct
-    from minikafka.coordinator.transaction.state import NO_PRODUCER_ID, TransactionMetadata, encode_value
-    from minikafka.protocol import schema
-
-    def by_schema(md):
-        by_topic = {}
-        for topic, part in md.sorted_partitions():
-            by_topic.setdefault(topic, []).append(part)
-        return struct.pack(">h", 1) + schema.build(schema.data_message("TransactionLogValue", 1), {
-            "producer_id": md.producer_id, "producer_epoch": md.producer_epoch,
-            "previous_producer_id": NO_PRODUCER_ID, "next_producer_id": NO_PRODUCER_ID,
-            "transaction_timeout_ms": md.txn_timeout_ms, "transaction_status": int(md.state),
-            "transaction_partitions": [{"topic": t, "partition_ids": p} for t, p in by_topic.items()],
-            "transaction_last_update_timestamp_ms": md.txn_last_update_ms,
-            "transaction_start_timestamp_ms": md.txn_start_ms, "client_transaction_version": md.client_txn_version})
+    from minikafka.coordinator.transaction.state import (NO_PRODUCER_ID, TransactionMetadata, encode_value,
+                                                         encode_value_by_schema)
 
     rnd = random.Random(17)
     cases = [TransactionMetadata("t", 0), TransactionMetadata("t", 2**63 - 1, MAX_EPOCH, state=TxnState.PREPARE_ABORT)]
     for _ in range(300):
         parts = {(rnd.choice(["a", "é" * rnd.randint(1, 70), "x" * rnd.randint(1, 300)]), rnd.randint(0, 2**31 - 1))
                  for _ in range(rnd.randint(0, 150))}
+        pid = rnd.randint(-1, 2**63 - 1)
         cases.append(TransactionMetadata(
-            "t", rnd.randint(-1, 2**63 - 1), rnd.randint(-1, MAX_EPOCH), txn_timeout_ms=rnd.randint(1, 2**31 - 1),
+            "t", pid, rnd.randint(-1, MAX_EPOCH), txn_timeout_ms=rnd.randint(1, 2**31 - 1),
             state=rnd.choice(list(TxnState)), partitions=parts, txn_start_ms=rnd.choice([-1, rnd.randint(0, 2**62)]),
-            txn_last_update_ms=rnd.randint(-1, 2**62), client_txn_version=rnd.choice([0, 1, 2, 300])))
+            txn_last_update_ms=rnd.randint(-1, 2**62), client_txn_version=rnd.choice([0, 1, 2, 300]),
+            prev_producer_id=rnd.choice([NO_PRODUCER_ID, pid, rnd.randint(0, 2**62)]),
+            next_producer_id=rnd.choice([NO_PRODUCER_ID, NO_PRODUCER_ID, rnd.randint(0, 2**62)])))
     for md in cases:
-        data = encode_value(md)
-        assert data == by_schema(md)
-        back = decode_value("t", data)
-        assert (back.state, back.partitions, back.producer_id, back.client_txn_version) == \
-               (md.state, md.partitions, md.producer_id, md.client_txn_version)
+        for version in (1, 0):
+            data = encode_value(md, version)
+            assert data == encode_value_by_schema(md, version)
+            back = decode_value("t", data)
+            assert (back.state, back.partitions, back.producer_id) == \
+                   (md.state, set() if md.state == TxnState.EMPTY else md.partitions, md.producer_id)
+            if version == 1:
+                assert (back.client_txn_version, back.next_producer_id) == (md.client_txn_version, md.next_producer_id)

@@ -202,3 +202,24 @@ SCENARIOS += [
         *[fetch(offset=o, max_bytes=1) for o in (0, 1, 3, 4, 6, 10)],
     ]),
 ]
+
+# fetch.max.bytes at its smallest: 1 KB caps every Fetch, whatever max_bytes it asks for
+FETCH_CAP = {"fetch.max.bytes": "1024"}
+K = size(["k" * 300])           # a batch of about 370 bytes: three fill the cap
+
+SCENARIOS += [
+    Scenario("fetch/broker_fetch_max_bytes", "fetch.max.bytes=1024 on the broker: a Fetch asking for 1 MB gets "
+             "at most 1 KB (three partitions of three batches, read in request order: whole batches, then "
+             "a cut one), and a single batch larger than the cap still comes whole; at v4 and v11 too.",
+             broker=FETCH_CAP, topics={"t": Topic(partitions=3)}, steps=[
+        *[plain(["k" * 300], partition=p) for p in range(3) for _ in range(3)],
+        fetch_parts(parts(3), isolation=RU),
+        fetch_parts(parts(3), isolation=RU, max_bytes=K + 10),
+        fetch_parts(parts(3, offsets=[3, 0, 0]), isolation=RU),
+        fetch_parts(parts(3), isolation=RU, v=4),
+        fetch_parts(parts(3), isolation=RU, v=11),
+        plain(["L" * 1500], partition=0),
+        fetch_parts(parts(3, offsets=[3, 3, 3]), isolation=RU),
+        fetch(offset=3, isolation=RU),
+    ]),
+]

@@ -167,6 +167,34 @@ SCENARIOS += [
         txn_produce("a", ["x"], seq=0),
         list_offsets(isolation=0),
     ]),
+    Scenario("txn_produce/late_retry_then_next_transaction", "A late retry of the last batch of a committed "
+             "transaction, refused by verification, then the producer's next transaction on the partition: "
+             "what its next sequence and the duplicate of the retried batch answer, and what read_committed "
+             "sees.", steps=[
+        *open_txn(),
+        end_txn("a"),
+        await_txn("CompleteCommit"),
+        txn_produce("a", ["x"], seq=0),
+        add_partitions("a"),
+        txn_produce("a", ["next"], seq=1),
+        txn_produce("a", ["x"], seq=0),
+        describe_producers(),
+        end_txn("a"),
+        await_txn("CompleteCommit"),
+        fetch(),
+        list_offsets(),
+    ]),
+    Scenario("txn_produce/late_retry_after_abort", "A late retry of the last batch of an aborted transaction: "
+             "refused by verification, nothing of it visible to read_committed, the partition's LSO not "
+             "held.", steps=[
+        *open_txn(),
+        end_txn("a", commit=False),
+        await_txn("CompleteAbort"),
+        txn_produce("a", ["x"], seq=0),
+        describe_producers(),
+        fetch(),
+        list_offsets(),
+    ]),
     Scenario("txn_produce/during_prepare_commit", "A batch while the transaction is PrepareCommit (a partition's "
              "marker is held): CONCURRENT_TRANSACTIONS from verification becomes NOT_ENOUGH_REPLICAS.",
              topics={"t": Topic(), "h": Topic(held=True)}, steps=[

@@ -1,0 +1,27 @@
+"""UpdateFeatures (57): change finalized feature levels (KIP-584), as `kafka-features.sh`
+upgrade/downgrade/disable send it; Kafka forwards it to its controller, which this one
+broker also is. All updates of a request succeed or none does; the new levels are durable
+before the answer (broker/features.py)."""
+from minikafka.broker.features import UPGRADE, FeatureUpdate
+
+API_KEY = 57
+VERSIONS = (0, 2)
+
+
+async def handle(conn, header, req):
+    v = header.api_version
+    broker = conn.broker
+    updates = []
+    for u in req.feature_updates or []:
+        # v0's allow_downgrade is not honoured by Kafka 4.1 (a lower level is refused as a
+        # downgrade without a downgrade type, whatever it says): an upgrade
+        kind = u.upgrade_type if v >= 1 else UPGRADE
+        updates.append(FeatureUpdate(u.feature, u.max_version_level, kind))
+    validate_only = bool(req.validate_only) if v >= 1 else False
+    code, message = broker.features.update(updates, broker.node_id, validate_only)
+    body = {"throttle_time_ms": 0, "error_code": int(code), "error_message": message}
+    if v <= 1:
+        # v0-1 list each feature: NONE with the text "NONE" (Kafka's answer), none on a failure
+        body["results"] = [] if code else [{"feature": u.feature, "error_code": 0, "error_message": "NONE"}
+                                           for u in updates]
+    return body
