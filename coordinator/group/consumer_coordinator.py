@@ -271,7 +271,12 @@ class ConsumerGroupMixin:
         resp = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_of(group_id),
                 "assignment": None}
-        if full or is_new or not assignment_eq(member.assigned, updated.assigned):
+        # a member back with its previous epoch lost the answer that moved it on: if what it owns
+        # is not its assignment, that answer's assignment is sent again (else it would never learn
+        # of the partitions it gained, e.g. across a broker restart)
+        lost_answer = 0 < member_epoch < member.member_epoch and owned is not None \
+            and not assignment_eq(owned, updated.assigned)
+        if full or is_new or lost_answer or not assignment_eq(member.assigned, updated.assigned):
             resp["assignment"] = {"topic_partitions": topic_partitions_field(updated.assigned)}
         return resp
 
@@ -381,7 +386,7 @@ class ConsumerGroupMixin:
     def consumer_validate_commit(self, g: Group, member_id: str, member_epoch: int, transactional: bool,
                                  api_version: int) -> ErrorCode:
         """ConsumerGroup.validateOffsetCommit; TxnOffsetCommit answers a wrong epoch with
-        ILLEGAL_GENERATION (as Kafka 4.1 does up to TxnOffsetCommit v4)."""
+        ILLEGAL_GENERATION (as Kafka 4.1 does, v5 included)."""
         cg = g.consumer
         if member_epoch < 0 and not cg.members:
             return E.NONE

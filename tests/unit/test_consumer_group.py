@@ -181,3 +181,21 @@ def test_pending_revocation_timeout_starts_again_after_a_reload():
     assert len(again.consumer_describe("g", 0)["members"]) == 2
     again.tick(T0 + 100 + 5000)
     assert [m["member_id"] for m in again.consumer_describe("g", 0)["members"]] == ["b"]
+
+
+def test_previous_epoch_with_a_lost_assignment_gets_it_again():
+    """The answer that gave {a} a partition and a new epoch was lost (the broker died after
+    writing it): {a} comes back with its previous epoch, owning less than its assignment,
+    and is told its assignment again (failed before: no assignment, the partition idle)."""
+    c = make()
+    hb(c, "a")
+    hb(c, "b")
+    hb(c, "a", 1, owned=None)                       # revoke 2, 3
+    assert parts(hb(c, "a", 1, owned=[0, 1])) is None  # acknowledged: epoch 2
+    hb(c, "b", 2, owned=[])                         # b gets 2, 3
+    assert c.consumer_heartbeat(1, "g", "b", -1, None, None, -1, None, None, None, None, "c", "/h", T0)[
+        "error_code"] == 0                          # b leaves: epoch 3, a is to get 2, 3 back
+    lost = hb(c, "a", 2, owned=[0, 1])
+    assert (lost["member_epoch"], parts(lost)) == (3, [0, 1, 2, 3])  # this answer is lost
+    again = hb(c, "a", 2, owned=[0, 1])
+    assert (again["error_code"], again["member_epoch"], parts(again)) == (0, 3, [0, 1, 2, 3])
