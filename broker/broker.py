@@ -12,12 +12,14 @@ import trio
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import LogConfig
+from minikafka.storage.dynamic_config import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
+from .config import ConfigError
 from .group_commit import GroupCommit
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
@@ -88,8 +90,14 @@ class Metrics:
 
 class Broker:
     def __init__(self, config):
-        self.config = config
         self.node_id = config.node_id
+        # GROUP configs and dynamic broker configs (AlterConfigs), kept in the log dir
+        self.dynamic_configs = DynamicConfigStore(config.log_dir)
+        try:
+            config = config.with_dynamic(self.dynamic_configs.broker) if self.dynamic_configs.broker else config
+        except ConfigError as e:
+            log.warning("dynamic broker configs not applied: %s", e)
+        self.config = config
         self.metrics = Metrics()
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
@@ -149,7 +157,8 @@ class Broker:
         # --- group coordinator: groups and offsets rebuilt from __consumer_offsets ---
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
-            lambda: self.ensure_internal_topic(OFFSETS_TOPIC)))
+            lambda: self.ensure_internal_topic(OFFSETS_TOPIC)),
+            topics=self.assignable_topics, group_configs=self.dynamic_configs.group)
         self.group_coordinator.load(now_ms())
         if trace is not None:
             trace.mark("coordinators")
@@ -337,6 +346,25 @@ class Broker:
     @staticmethod
     def is_internal(name: str) -> bool:
         return name in INTERNAL_TOPICS
+
+    def alter_dynamic_config(self, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+        """Replace the dynamic broker configs of resource `name` ("" or this node's id): checked
+        by the same rules as the properties file, stored, then applied without a restart."""
+        dynamic = {k: dict(v) for k, v in self.dynamic_configs.broker.items()}
+        dynamic[name] = dict(overrides)
+        new = self.config.static.with_dynamic(dynamic)  # ConfigError
+        if validate_only:
+            return
+        self.dynamic_configs.set_broker(name, overrides)
+        self.config = new
+        self.default_log_config = LogConfig.from_broker_properties(new.raw)
+        self.logs.set_default_config(self.default_log_config)
+        log.info("dynamic broker configs of %s now %s", repr(name), overrides)
+
+    def assignable_topics(self) -> dict:
+        """{name: (topic id, partitions)} of the topics a consumer group may be assigned (KIP-848)."""
+        return {name: (info.topic_id, info.num_partitions) for name, info in self.logs.topics().items()
+                if name not in INTERNAL_TOPICS}
 
     def topic_by_id(self, topic_id):
         for info in self.logs.topics().values():

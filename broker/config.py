@@ -132,6 +132,15 @@ DEFS: dict[str, tuple] = {
     "group.initial.rebalance.delay.ms": (_int, 3000, _at_least(0), "Wait for more members before the first rebalance"),
     "group.min.session.timeout.ms": (_int, 6000, _at_least(0), "Smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": (_int, 1800000, _at_least(0), "Largest session timeout a member may ask for"),
+    "group.coordinator.rebalance.protocols": (_list, ["classic", "consumer", "streams"], None, "Group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848 ConsumerGroupHeartbeat); streams is accepted, not served"),
+    "group.consumer.heartbeat.interval.ms": (_int, 5000, _at_least(1), "KIP-848: heartbeat interval given to consumer-protocol members (GROUP config consumer.heartbeat.interval.ms overrides it)"),
+    "group.consumer.min.heartbeat.interval.ms": (_int, 5000, _at_least(1), "Smallest consumer.heartbeat.interval.ms a group may set"),
+    "group.consumer.max.heartbeat.interval.ms": (_int, 15000, _at_least(1), "Largest consumer.heartbeat.interval.ms a group may set"),
+    "group.consumer.session.timeout.ms": (_int, 45000, _at_least(1), "KIP-848: a consumer-protocol member silent this long is removed (GROUP config consumer.session.timeout.ms overrides it)"),
+    "group.consumer.min.session.timeout.ms": (_int, 45000, _at_least(1), "Smallest consumer.session.timeout.ms a group may set"),
+    "group.consumer.max.session.timeout.ms": (_int, 60000, _at_least(1), "Largest consumer.session.timeout.ms a group may set"),
+    "group.consumer.assignors": (_list, ["uniform", "range"], None, "Server-side assignors (the first is the default): uniform, range"),
+    "group.consumer.max.size": (_int, 2147483647, _at_least(1), "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED past it)"),
     "transaction.state.log.num.partitions": (_int, 50, _at_least(1), "Partitions of __transaction_state"),
     "transaction.state.log.segment.bytes": (_int, 104857600, _at_least(14), "segment.bytes of __transaction_state (small segments compact sooner)"),
     "transaction.max.timeout.ms": (_int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),
@@ -169,6 +178,19 @@ DEFS: dict[str, tuple] = {
     "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }
 
+# Keys Kafka 4.1 lets AlterConfigs/IncrementalAlterConfigs change on a running broker
+# (DynamicBrokerConfig; read_only=false in its DescribeConfigs) that minikafka applies at
+# run time. Kafka's listeners and listener.security.protocol.map are dynamic too; here they
+# are not (a listener is bound once).
+DYNAMIC_BROKER_CONFIGS = frozenset({
+    "compression.type", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy", "log.flush.interval.messages",
+    "log.flush.interval.ms", "log.index.interval.bytes", "log.message.timestamp.type", "log.retention.bytes",
+    "log.retention.ms", "log.roll.ms", "log.segment.bytes", "message.max.bytes", "producer.id.expiration.ms",
+    "transaction.partition.verification.enable",
+})
+
 ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
 # Alternative units Kafka accepts for the same setting: key -> (canonical key, factor to ms)
 UNIT_ALIASES = {
@@ -193,6 +215,10 @@ IGNORED = {
 class BrokerConfig:
     def __init__(self, values: dict[str, object], originals: dict[str, str], raw: dict[str, str] | None = None):
         self._values = values
+        # dynamic broker configs (AlterConfigs on BROKER): "" (cluster default) and this node's
+        # id -> {key: text}; with_dynamic() makes the effective config, this one stays static
+        self.dynamic: dict[str, dict[str, str]] = {}
+        self.static: "BrokerConfig" = self
         self.originals = originals  # canonical keys the user set explicitly (for DescribeConfigs sources)
         self.raw = dict(raw or {})  # exactly what the user wrote (key -> text), aliases included
 
@@ -212,6 +238,19 @@ class BrokerConfig:
     @property
     def log_dir(self) -> str:
         return self["log.dirs"][0]
+
+    def with_dynamic(self, dynamic: dict[str, dict[str, str]]) -> "BrokerConfig":
+        """The effective config: static properties, then the cluster-wide dynamic defaults,
+        then this node's dynamic settings (Kafka's precedence). Raises ConfigError."""
+        raw = dict(self.static.raw)
+        for layer in (dynamic.get("", {}), dynamic.get(str(self.static.node_id), {})):
+            raw.update({k: v for k, v in layer.items() if k in DYNAMIC_BROKER_CONFIGS})
+        out = type(self).from_dict(raw)
+        out.originals = self.static.originals
+        out.raw = raw
+        out.static = self.static
+        out.dynamic = {k: dict(v) for k, v in dynamic.items()}
+        return out
 
     @classmethod
     def load(cls, path: str | None = None, overrides: list[str] | dict | None = None) -> "BrokerConfig":
@@ -260,6 +299,7 @@ class BrokerConfig:
             LogConfig.from_broker_properties(raw)
         except KafkaError as e:
             raise ConfigError(e.message) from None
+        _check_group_consumer(values)
         try:
             listeners, advertised = build_listeners(raw)
         except SecurityConfigError as e:
@@ -269,6 +309,29 @@ class BrokerConfig:
         config = cls(values, originals, raw)
         config.listeners, config.advertised = listeners, advertised
         return config
+
+
+def _check_group_consumer(values: dict) -> None:
+    """Kafka's GroupCoordinatorConfig checks of the KIP-848 settings (it refuses to start)."""
+    v = values
+    for key, lo, hi in (("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
+                         "group.consumer.max.session.timeout.ms"),
+                        ("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
+                         "group.consumer.max.heartbeat.interval.ms")):
+        if v[key] < v[lo]:
+            raise ConfigError(f"{key} must be greater than or equal to {lo}")
+        if v[key] > v[hi]:
+            raise ConfigError(f"{key} must be less than or equal to {hi}")
+    if v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.session.timeout.ms"]:
+        raise ConfigError("group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    unknown = [a for a in v["group.consumer.assignors"] if a not in ("uniform", "range")]
+    if unknown or not v["group.consumer.assignors"]:
+        raise ConfigError(f"Invalid value {','.join(v['group.consumer.assignors'])} for configuration "
+                          f"group.consumer.assignors: the assignors are uniform and range")
+    protocols = [p for p in v["group.coordinator.rebalance.protocols"] if p not in ("classic", "consumer", "streams", "share")]
+    if protocols or "classic" not in v["group.coordinator.rebalance.protocols"]:
+        raise ConfigError("group.coordinator.rebalance.protocols must contain classic and only classic, consumer, "
+                          "streams or share")
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -470,6 +470,20 @@ class LogManager:
         self._write_topics_store()
         return new_info
 
+    def set_default_config(self, default_config: LogConfig) -> None:
+        """New broker-wide topic defaults (dynamic broker configs): every topic's config is
+        its overrides over them again, applied to its open logs at once."""
+        self.default_config = default_config
+        for name, info in list(self._topics.items()):
+            config = default_config.with_overrides(info.configs)
+            self._configs[name] = config
+            for p in range(info.num_partitions):
+                ulog = self._logs.get((name, p))
+                if ulog is not None:
+                    ulog.config = config
+                    for seg in ulog.segments:
+                        seg.index_interval_bytes = config.index_interval_bytes
+
     def alter_topic_configs(self, name: str, configs: Mapping[str, str], *, validate_only: bool = False) -> TopicInfo:
         """Replace the topic's whole override set (AlterConfigs semantics; IncrementalAlterConfigs
         callers merge SET/DELETE/APPEND/SUBTRACT into the full set first)."""

@@ -102,6 +102,24 @@ def compact_message(spec):
     }
 
 
+def add_known_versions(apis):
+    """Versions Kafka 4.1 serves that the message snapshot predates, described here by hand
+    (each checked against Kafka 4.1's answers or its client's encoder):
+    ConsumerGroupDescribe v1 (Kafka 4.0) adds the int8 MemberType (default -1) at the end of
+    each member; the request is v0's."""
+    entry = apis.get("69")
+    if entry is None or any(l["versions"][1] >= 1 for l in entry["request"]):
+        return
+    for kind in ("request", "response"):
+        layout = json.loads(json.dumps(entry[kind][0]))
+        layout["versions"] = [0, 1]
+        if kind == "response":
+            groups = next(f for f in layout["fields"] if f["n"] == "groups")
+            members = next(f for f in groups["f"] if f["n"] == "members")
+            members["f"].append({"d": "-1", "n": "member_type", "t": "int8", "v": [1, None]})
+        entry[kind] = [layout]
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "kafka-protocol")
     old_dir, new_dir = os.path.join(src, "messages"), os.path.join(src, "messages-4x")
@@ -122,6 +140,7 @@ def main():
             entry["name"] = spec["name"][: -len("Request")] if kind == "request" else entry.get("name")
         elif kind in ("header", "data"):
             data[spec["name"]] = compact_message(spec)
+    add_known_versions(apis)
     for key, entry in apis.items():
         req = entry["request"]
         lo = min(l["versions"][0] for l in req)

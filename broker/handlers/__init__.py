@@ -3,7 +3,8 @@
 
 Each module defines API_KEY, VERSIONS (the range we advertise and serve) and
 `async def handle(conn, header, request) -> dict | None`. Optional:
-`UNSTABLE_VERSIONS` (advertised only with unstable.api.versions.enable).
+`UNSTABLE_VERSIONS` (advertised only with unstable.api.versions.enable), `enabled(broker)`
+(False: not advertised, e.g. KIP-848 APIs without `consumer` in group.coordinator.rebalance.protocols).
 Modules without API_KEY (common.py, group_common.py, ...) are shared helpers.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ def advertised_range(handler, broker) -> tuple[int, int]:
 def api_versions_body(broker, error_code: int = 0, api_version: int = 0) -> dict:
     keys = []
     for key in sorted(REGISTRY):
+        if not getattr(REGISTRY[key], "enabled", lambda b: True)(broker):
+            continue
         lo, hi = advertised_range(REGISTRY[key], broker)
         keys.append({"api_key": key, "min_version": lo, "max_version": hi})
     body = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}

@@ -11,20 +11,24 @@ Kafka's checks and error codes:
   new override set is validated (INVALID_CONFIG: unknown name, bad value), then the
   topic must exist (UNKNOWN_TOPIC_OR_PARTITION), as the controller orders it.
 * BROKER: the name is "" (cluster default) or this node's id, else INVALID_REQUEST.
-  Every broker property here is static, so setting any of them answers what Kafka
-  answers for a non-dynamic one: INVALID_REQUEST "Cannot update these configs
+  The keys Kafka changes at run time (DYNAMIC_BROKER_CONFIGS) are stored in the
+  DynamicConfigStore and applied at once (Broker.alter_dynamic_config); a static key
+  answers what Kafka answers: INVALID_REQUEST "Cannot update these configs
   dynamically: Set(...)" (DynamicBrokerConfig.validateConfigs; KAFKA-13609 keeps it
-  INVALID_REQUEST). Deleting one is a no-op success, as in Kafka (nothing dynamic
-  to remove).
+  INVALID_REQUEST), a bad value INVALID_REQUEST naming the key.
 * BROKER_LOGGER (incremental only): Python loggers stand in for log4j ones; see
   :mod:`.loggers`.
-* CLIENT_METRICS and GROUP configs are not supported: INVALID_REQUEST.
+* GROUP (KIP-848): the keys of :mod:`..group_configs`, checked against the broker's
+  group.* bounds (INVALID_CONFIG, Kafka's words); an empty name is INVALID_REQUEST.
+  Overrides are stored in the DynamicConfigStore and read by the group coordinator.
+* CLIENT_METRICS configs are not supported: INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
-from ..config import DEFS, _list
+from ..config import ALIASES, DEFS, DYNAMIC_BROKER_CONFIGS, UNIT_ALIASES, ConfigError, _list
+from .. import group_configs
 from .common import topic_name_error
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -124,12 +128,18 @@ def check_broker_name(broker, name: str) -> None:
                          f"Unexpected broker id, expected {broker.node_id}, but received {name}")
 
 
-def alter_broker(configs, incremental: bool) -> None:
-    """Every broker property is static: refuse any that would be set."""
-    changed = []
+def alter_broker(broker, name: str, configs, incremental: bool, validate_only: bool) -> None:
+    """Dynamic broker configs (Kafka's DynamicBrokerConfig): the keys of DYNAMIC_BROKER_CONFIGS
+    change on the running broker and are stored; other known keys are static (INVALID_REQUEST
+    "Cannot update these configs dynamically: Set(...)"); keys this broker does not know are
+    accepted and have no effect, as Kafka accepts them."""
+    current = dict(broker.dynamic_configs.broker.get(name, {})) if incremental else {}
+    static = []
     for c in configs:
         op = c.config_operation if incremental else SET
+        known = c.name in DEFS or c.name in ALIASES or c.name in UNIT_ALIASES
         if op == DELETE:
+            current.pop(c.name, None)
             continue
         if op in (APPEND, SUBTRACT):
             d = DEFS.get(c.name)
@@ -138,12 +148,55 @@ def alter_broker(configs, incremental: bool) -> None:
             if d[0] is not _list:
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
                                  f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {c.name}")
+            if c.name not in DYNAMIC_BROKER_CONFIGS:
+                static.append(c.name)
+                continue
+            values = list(broker.config[c.name] or [])
+            for v in c.value.split(","):
+                if op == APPEND and v not in values:
+                    values.append(v)
+                elif op == SUBTRACT and v in values:
+                    values.remove(v)
+            current[c.name] = ",".join(values)
         elif op != SET:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
-        changed.append(c.name)
-    if changed:
+        elif c.name in DYNAMIC_BROKER_CONFIGS:
+            current[c.name] = c.value
+        elif known:
+            static.append(c.name)
+    if static:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Cannot update these configs dynamically: Set({', '.join(changed)})")
+                         f"Cannot update these configs dynamically: Set({', '.join(static)})")
+    try:
+        broker.alter_dynamic_config(name, current, validate_only)
+    except ConfigError as e:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
+
+
+# ------------------------------------------------------------------- group
+def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
+    if res.resource_name == "":
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    if incremental:
+        new = dict(broker.dynamic_configs.group(res.resource_name))
+        for c in res.configs:
+            op = c.config_operation
+            if op == SET:
+                new[c.name] = c.value
+            elif op == DELETE:
+                new.pop(c.name, None)
+            elif op in (APPEND, SUBTRACT):
+                if c.name not in group_configs.GROUP_CONFIGS:
+                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {c.name}")
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
+            else:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+    else:
+        new = {c.name: c.value for c in res.configs}
+    group_configs.validate(broker.config, new)
+    if not validate_only:
+        broker.dynamic_configs.set_group(res.resource_name, new)
 
 
 def response_entry(res, err: KafkaError | None = None) -> dict:
@@ -184,10 +237,12 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
                 alter_topic(broker, res.resource_name, topic_overrides_for(res), req.validate_only)
             elif res.resource_type == BROKER:
                 check_broker_name(broker, res.resource_name)
-                alter_broker(res.configs, incremental=incremental)
+                alter_broker(broker, res.resource_name, res.configs, incremental, req.validate_only)
             elif res.resource_type == BROKER_LOGGER and logger_apply is not None:
                 logger_apply(broker, res.resource_name, res.configs, req.validate_only)
-            elif res.resource_type in (CLIENT_METRICS, GROUP):
+            elif res.resource_type == GROUP:
+                alter_group(broker, res, incremental, req.validate_only)
+            elif res.resource_type == CLIENT_METRICS:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Resource type {res.resource_type} is not supported by this broker")
             else:

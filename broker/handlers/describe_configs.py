@@ -1,14 +1,17 @@
-"""DescribeConfigs (32): topic configs (storage) and the broker's own configuration."""
+"""DescribeConfigs (32): topic configs (storage), the broker's own configuration with its
+dynamic settings, GROUP configs (KIP-848) and loggers."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs
-from ..config import DEFS, LONG_MAX
+from ..config import DEFS, DYNAMIC_BROKER_CONFIGS, LONG_MAX
+from .. import group_configs
 from . import alter_configs_common as ac, loggers
 
 API_KEY = 32
 VERSIONS = (1, 4)
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 # ConfigSource / ConfigType values from DescribeConfigsResponse
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
 # "*.ms" keys Kafka types INT (the rest of "*.ms" are LONG)
@@ -17,27 +20,53 @@ _INTERNAL = frozenset({"log.initial.task.delay.ms"})
 _INT_MS = frozenset({"log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms"})
 
 
-def _broker_configs(broker):
+def _text_and_type(key, parser, value):
+    if isinstance(value, list):
+        return ",".join(value), TYPE_LIST
+    if isinstance(value, bool):
+        return str(value).lower(), TYPE_BOOLEAN
+    if isinstance(value, int):
+        return str(value), TYPE_LONG if (abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX) \
+            and key not in _INT_MS else TYPE_INT
+    if isinstance(value, float):
+        return str(value), TYPE_DOUBLE
+    return (None if value is None else str(value)), TYPE_STRING if parser is str else TYPE_LONG
+
+
+def _broker_configs(broker, name: str, include_synonyms: bool):
+    """Each key's value, its source and (when asked) its synonyms, highest precedence first:
+    this node's dynamic setting (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default
+    (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file (STATIC_BROKER_CONFIG), Kafka's
+    default (DEFAULT_CONFIG). Resource "" describes only the cluster-wide dynamic defaults."""
+    config = broker.config
+    static = config.static
+    node_dyn = config.dynamic.get(str(broker.node_id), {})
+    default_dyn = config.dynamic.get("", {})
     out = []
     for key, (parser, default, _, doc) in DEFS.items():
         if key in _INTERNAL:
             continue
-        value = broker.config[key]
-        if isinstance(value, list):
-            text, ctype = ",".join(value), TYPE_LIST
-        elif isinstance(value, bool):
-            text, ctype = str(value).lower(), TYPE_BOOLEAN
-        elif isinstance(value, int):
-            text, ctype = str(value), TYPE_LONG if (abs(value) > 2**31 or key.endswith(".ms") or value == LONG_MAX) \
-                and key not in _INT_MS else TYPE_INT
-        elif isinstance(value, float):
-            text, ctype = str(value), TYPE_DOUBLE
-        else:
-            text, ctype = (None if value is None else str(value)), TYPE_STRING if parser is str else TYPE_LONG
-        source = STATIC_BROKER_CONFIG if key in broker.config.originals else DEFAULT_CONFIG
-        out.append({"name": key, "value": text, "read_only": True, "is_default": source == DEFAULT_CONFIG,
-                    "config_source": source, "is_sensitive": False, "synonyms": [], "config_type": ctype,
-                    "documentation": doc})
+        if name == "" and key not in default_dyn:
+            continue
+        text, ctype = _text_and_type(key, parser, config[key])
+        layers = []
+        if name != "" and key in node_dyn:
+            layers.append((node_dyn[key], DYNAMIC_BROKER_CONFIG))
+        if key in default_dyn:
+            layers.append((default_dyn[key], DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if name != "":
+            if key in static.originals:
+                layers.append((_text_and_type(key, parser, static[key])[0], STATIC_BROKER_CONFIG))
+            if default is not None:
+                layers.append((_text_and_type(key, parser, default)[0], DEFAULT_CONFIG))
+        source = layers[0][1] if layers else DEFAULT_CONFIG
+        if name == "":
+            text = default_dyn[key]
+        out.append({"name": key, "value": text, "read_only": key not in DYNAMIC_BROKER_CONFIGS,
+                    "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
+                    "synonyms": [{"name": key, "value": v, "source": src} for v, src in layers]
+                    if include_synonyms else [],
+                    "config_type": ctype, "documentation": doc})
     return out
 
 
@@ -45,7 +74,7 @@ async def handle(conn, header, req):
     broker = conn.broker
     results = []
     for res in req.resources:
-        r = {"error_code": 0, "error_message": None, "resource_type": res.resource_type,
+        r = {"error_code": 0, "error_message": "", "resource_type": res.resource_type,
              "resource_name": res.resource_name, "configs": []}
         try:
             refused = ac.config_refusal(conn, 10, res.resource_type, res.resource_name)  # DESCRIBE_CONFIGS
@@ -64,7 +93,7 @@ async def handle(conn, header, req):
             elif res.resource_type == BROKER:
                 if res.resource_name not in ("", str(broker.node_id)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {res.resource_name}")
-                configs = _broker_configs(broker)
+                configs = _broker_configs(broker, res.resource_name, req.include_synonyms)
             elif res.resource_type == BROKER_LOGGER:
                 if not res.resource_name:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
@@ -74,6 +103,9 @@ async def handle(conn, header, req):
                             "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
                             "config_type": 0, "documentation": None}
                            for name, level in loggers.loggers().items()]
+            elif res.resource_type == GROUP:
+                configs = group_configs.describe(broker.config, broker.dynamic_configs.group(res.resource_name),
+                                                 req.include_synonyms)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")
             if res.configuration_keys is not None:

@@ -28,6 +28,16 @@ async def handle(conn, header, req):
             continue
         if conn.broker.authorizer is not None and ops != NO_AUTH_OPS:
             ops = conn.authorized_operations(acl.GROUP, gid)
+        g = coord.group(gid)
+        if g is not None and g.consumer is not None:
+            # KIP-848 groups are described by ConsumerGroupDescribe; Kafka 4.1 answers so
+            entry = {"error_code": 0, "group_id": gid, "group_state": "Dead", "protocol_type": "",
+                     "protocol_data": "", "members": [], "authorized_operations": ops}
+            if v >= 6:
+                entry.update(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                             error_message=f"Group {gid} is not a classic group.", authorized_operations=NO_AUTH_OPS)
+            out.append(entry)
+            continue
         summary = coord.describe_group(gid)
         if summary is None:
             entry = {"error_code": 0, "group_id": gid, "group_state": "Dead", "protocol_type": "",

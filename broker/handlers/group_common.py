@@ -7,8 +7,7 @@ import time
 import trio
 
 
-# DescribeGroups authorized operations with no authorizer: READ, DELETE, DESCRIBE.
-GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8)
+from minikafka.coordinator.group.consumer_coordinator import GROUP_AUTHORIZED_OPS  # noqa: F401
 
 
 def now_ms() -> int:

@@ -48,7 +48,7 @@ async def handle(conn, header, req):
         layout.append((t.name, t.topic_id, tps))
     result = coordinator(conn).commit_offsets(
         req.group_id, req.member_id or "", req.group_instance_id if v >= 7 else None,
-        req.generation_id_or_member_epoch, offsets, now) if offsets else {}
+        req.generation_id_or_member_epoch, offsets, now, api_version=v) if offsets else {}
     topics = []
     for name, topic_id, tps in layout:
         parts = []

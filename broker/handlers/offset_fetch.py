@@ -15,7 +15,7 @@ VERSIONS = (1, 9)
 UNSTABLE_VERSIONS = (1, 10)
 
 
-def _fetch_group(conn, group_id, topics, require_stable, by_id):
+def _fetch_group(conn, group_id, topics, require_stable, by_id, member_id=None, member_epoch=-1):
     """(group error, [ {name, topic_id, partitions:[...]} ])"""
     broker = conn.broker
     coord = coordinator(conn)
@@ -34,7 +34,7 @@ def _fetch_group(conn, group_id, topics, require_stable, by_id):
                     wanted.append((name, p))
             layout.append((name, getattr(t, "topic_id", None), parts))
     if conn.authorize(acl.DESCRIBE, acl.GROUP, group_id):  # Kafka: DESCRIBE on the group
-        group_err, rows = coord.fetch_offsets(group_id, wanted, require_stable)
+        group_err, rows = coord.fetch_offsets(group_id, wanted, require_stable, member_id, member_epoch)
     else:
         group_err, rows = ErrorCode.GROUP_AUTHORIZATION_FAILED, []
     found = {tp: (val, err) for tp, val, err in rows}
@@ -70,7 +70,8 @@ async def handle(conn, header, req):
     if v >= 8:
         groups = []
         for g in req.groups or []:
-            err, topics = _fetch_group(conn, g.group_id, g.topics, require_stable, v >= 10)
+            err, topics = _fetch_group(conn, g.group_id, g.topics, require_stable, v >= 10,
+                                       g.member_id if v >= 9 else None, g.member_epoch if v >= 9 else -1)
             groups.append({"group_id": g.group_id, "error_code": int(err),
                            "topics": topics if err == ErrorCode.NONE else []})
         return {"throttle_time_ms": 0, "groups": groups}

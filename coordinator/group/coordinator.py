@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
+from .consumer import UNREVOKED_PARTITIONS
+from .consumer_coordinator import ConsumerGroupMixin
 from .group import Group, GroupState, Member, Waiter
-from .records import (GroupKey, GroupRecord, MemberRecord, OffsetKey, OffsetValue, group_metadata_key,
+from .records import (CG_METADATA, CG_TARGET_META, ConsumerGroupKey, cg_key, GroupKey, GroupRecord, MemberRecord, OffsetKey, OffsetValue, group_metadata_key,
                       group_metadata_value, offset_commit_key, offset_commit_value, parse_group_value,
                       parse_key, parse_offset_value, partition_for)
 from .store import CONTROL_COMMIT, OffsetsStore
@@ -39,6 +41,12 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 (group.consumer.*, group.coordinator.rebalance.protocols)
+    rebalance_protocols: tuple = ("classic", "consumer", "streams")
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45000
+    consumer_assignors: tuple = ("uniform", "range")
+    consumer_max_size: int = 2147483647
 
     @classmethod
     def from_broker_config(cls, config) -> "GroupConfig":
@@ -48,6 +56,11 @@ class GroupConfig:
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+            rebalance_protocols=tuple(config["group.coordinator.rebalance.protocols"]),
+            consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+            consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
+            consumer_assignors=tuple(config["group.consumer.assignors"]),
+            consumer_max_size=config["group.consumer.max.size"],
         )
 
 
@@ -85,15 +98,27 @@ def _storage_error(exc: Exception) -> ErrorCode:
     return E.UNKNOWN_SERVER_ERROR
 
 
-class GroupCoordinator:
-    def __init__(self, config: GroupConfig, store: OffsetsStore):
+class GroupCoordinator(ConsumerGroupMixin):
+    def __init__(self, config: GroupConfig, store: OffsetsStore, topics=None, group_configs=None):
         self.config = config
         self.store = store
+        # topics() -> {name: (topic id, partitions)} of the non-internal topics (KIP-848 assignment)
+        self.topics = topics or (lambda: {})
+        # group_configs(group id) -> {key: value} of its GROUP config overrides (KIP-848)
+        self._group_configs = group_configs or (lambda gid: {})
         self.groups: dict[str, Group] = {}
         self._next_offsets_cleanup_ms = 0
         self.loaded = False
 
     # ================================================================ helpers
+    def group_config(self, group_id: str, key: str):
+        """A GROUP config's value for this group: its override, else the broker's default."""
+        value = self._group_configs(group_id).get(key)
+        if value is not None:
+            return value
+        return {"consumer.session.timeout.ms": self.config.consumer_session_timeout_ms,
+                "consumer.heartbeat.interval.ms": self.config.consumer_heartbeat_interval_ms}[key]
+
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.store.num_partitions)
 
@@ -155,6 +180,18 @@ class GroupCoordinator:
             rebalance_timeout_ms = session_timeout_ms
         is_unknown = member_id == ""
         g = self.groups.get(group_id)
+        if g is not None and g.consumer is not None:
+            if g.consumer.members:
+                return _done(_join_error(member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+            # an empty consumer group becomes a classic group again (its offsets stay)
+            try:
+                self._append(group_id, [(cg_key(CG_TARGET_META, group_id), None),
+                                        (cg_key(CG_METADATA, group_id), None)], now_ms)
+            except Exception as e:  # noqa: BLE001
+                return _done(_join_error(member_id, _storage_error(e)))
+            g.generation_id = g.consumer.group_epoch
+            g.consumer = None
+            g.protocol_type = None
         if g is None:
             if not is_unknown:
                 return _done(_join_error(member_id, E.UNKNOWN_MEMBER_ID))
@@ -548,11 +585,18 @@ class GroupCoordinator:
     def list_groups(self, states_filter=None, types_filter=None) -> list[dict]:
         states = {s.lower() for s in states_filter or []}
         types = {t.lower() for t in types_filter or []}
-        if types and "classic" not in types:
-            return []
         out = []
         for g in self.groups.values():
             if g.state == S.DEAD:
+                continue
+            if g.consumer is not None:
+                state = g.consumer.state_name()
+                if (types and "consumer" not in types) or (states and state.lower() not in states):
+                    continue
+                out.append({"group_id": g.group_id, "protocol_type": "consumer", "group_state": state,
+                            "group_type": "consumer"})
+                continue
+            if types and "classic" not in types:
                 continue
             if states and g.state.value.lower() not in states:
                 continue
@@ -588,13 +632,19 @@ class GroupCoordinator:
                 out[gid] = E.INVALID_GROUP_ID
                 continue
             g = self.groups.get(gid)
+            if g is not None and g.state != S.DEAD:
+                # expired sessions are evaluated now, not at the next timer tick (as Kafka)
+                self._tick_group(g, now_ms)
+                g = self.groups.get(gid)
             if g is None or g.state == S.DEAD:
                 out[gid] = E.GROUP_ID_NOT_FOUND
                 continue
-            if g.state != S.EMPTY or g.members:
+            if g.state != S.EMPTY or g.members or (g.consumer is not None and g.consumer.members):
                 out[gid] = E.NON_EMPTY_GROUP
                 continue
             records = [(offset_commit_key(gid, t, p), None) for (t, p) in g.offsets]
+            if g.consumer is not None:
+                records += [(cg_key(CG_TARGET_META, gid), None), (cg_key(CG_METADATA, gid), None)]
             records.append((group_metadata_key(gid), None))
             try:
                 self._append(gid, records, now_ms)
@@ -609,7 +659,7 @@ class GroupCoordinator:
 
     # =========================================================== OffsetCommit
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets: dict[TP, OffsetValue], now_ms: int) -> dict[TP, ErrorCode]:
+                       offsets: dict[TP, OffsetValue], now_ms: int, api_version: int = 9) -> dict[TP, ErrorCode]:
         def all_(err):
             return {tp: err for tp in offsets}
         if not self._validate_group_id(group_id, allow_empty=True):
@@ -620,6 +670,11 @@ class GroupCoordinator:
                 # a commit from a generation this coordinator never had
                 return all_(E.ILLEGAL_GENERATION)
             g = self._get_or_create(group_id, now_ms)  # a "simple" group: offsets only
+        if g.consumer is not None:
+            err = self.consumer_validate_commit(g, member_id or "", generation_id, False, api_version)
+            if err != E.NONE:
+                return all_(err)
+            return self._store_offsets(g, offsets, now_ms)
         err = self._validate_commit(g, member_id or "", group_instance_id, generation_id)
         if err != E.NONE:
             return all_(err)
@@ -681,6 +736,12 @@ class GroupCoordinator:
             return all_(E.INVALID_GROUP_ID)
         g = self._get_or_create(group_id, now_ms)
         member_id = member_id or ""
+        if g.consumer is not None:
+            if not (member_id == "" and generation_id < 0):  # a producer without group metadata
+                err = self.consumer_validate_commit(g, member_id, generation_id, True, 9)
+                if err != E.NONE:
+                    return all_(err)
+            return self._store_offsets(g, offsets, now_ms, producer_id, producer_epoch)
         if g.state == S.DEAD:
             return all_(E.COORDINATOR_NOT_AVAILABLE)
         if g.is_static_member_fenced(member_id, group_instance_id):
@@ -707,7 +768,8 @@ class GroupCoordinator:
                       "committed" if commit else "aborted", len(pending), producer_id)
 
     # ============================================================ OffsetFetch
-    def fetch_offsets(self, group_id: str, partitions: list[TP] | None, require_stable: bool
+    def fetch_offsets(self, group_id: str, partitions: list[TP] | None, require_stable: bool,
+                      member_id: str | None = None, member_epoch: int = -1
                       ) -> tuple[ErrorCode, list[tuple[TP, OffsetValue | None, ErrorCode]]]:
         """(group error, [(tp, committed or None, partition error)]). `partitions`
         None means every partition with a committed offset."""
@@ -716,6 +778,10 @@ class GroupCoordinator:
         g = self.groups.get(group_id)
         if g is None or g.state == S.DEAD:
             return E.NONE, [(tp, None, E.NONE) for tp in partitions or []]
+        if g.consumer is not None:
+            err = self.consumer_validate_fetch(g, member_id, member_epoch)
+            if err != E.NONE:
+                return err, []
         tps = list(g.offsets) if partitions is None else partitions
         out = []
         for tp in tps:
@@ -734,7 +800,18 @@ class GroupCoordinator:
         if g is None or g.state == S.DEAD:
             return E.GROUP_ID_NOT_FOUND, {}
         result: dict[TP, ErrorCode] = {}
-        if g.state == S.EMPTY:
+        if g.consumer is not None and g.consumer.members:
+            topics = self.topics()
+            subscribed = set()
+            for m in g.consumer.members.values():
+                subscribed |= self._member_topics(m, topics) | set(m.subscribed_topic_names)
+            eligible = []
+            for tp in partitions:
+                if tp[0] in subscribed:
+                    result[tp] = E.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        elif g.state == S.EMPTY:
             eligible = list(partitions)
         elif g.protocol_type == "consumer":
             subscribed = g.subscribed_topics()
@@ -768,6 +845,9 @@ class GroupCoordinator:
             self.expire_offsets(now_ms)
 
     def _tick_group(self, g: Group, now_ms: int) -> None:
+        if g.consumer is not None:
+            self._consumer_tick(g, now_ms)
+            return
         for mid, deadline in list(g.pending_members.items()):
             if now_ms >= deadline:
                 del g.pending_members[mid]
@@ -798,6 +878,11 @@ class GroupCoordinator:
         """Earliest time tick() has work to do (None: nothing scheduled but offset cleanup)."""
         best = self._next_offsets_cleanup_ms
         for g in self.groups.values():
+            if g.consumer is not None:
+                d = self._consumer_next_deadline(g)
+                if d is not None:
+                    best = min(best, d)
+                continue
             for d in g.pending_members.values():
                 best = min(best, d)
             for m in g.members.values():
@@ -816,7 +901,7 @@ class GroupCoordinator:
         the group became empty) and of simple groups (from the commit), as Kafka does."""
         retention = self.config.offsets_retention_ms
         for g in list(self.groups.values()):
-            if g.state == S.DEAD:
+            if g.state == S.DEAD or (g.consumer is not None and g.consumer.members):
                 continue
             if g.protocol_type and g.state == S.EMPTY:
                 def base(v, g=g):
@@ -834,6 +919,8 @@ class GroupCoordinator:
             remove_group = (g.state == S.EMPTY and not g.members and not g.pending_txn_offsets
                             and len(expired) == len(g.offsets))
             if remove_group:
+                if g.consumer is not None:
+                    records += [(cg_key(CG_TARGET_META, g.group_id), None), (cg_key(CG_METADATA, g.group_id), None)]
                 records.append((group_metadata_key(g.group_id), None))
             if not records:
                 continue
@@ -857,6 +944,7 @@ class GroupCoordinator:
         offsets: dict[str, dict[TP, OffsetValue]] = {}
         group_records: dict[str, GroupRecord] = {}
         pending: dict[str, dict[int, dict[TP, OffsetValue]]] = {}
+        consumer_states: dict = {}
         for p in range(self.store.num_partitions):
             # producer id -> group -> tp -> value, for transactions open on this partition
             open_txns: dict[int, dict[str, dict[TP, OffsetValue]]] = {}
@@ -896,11 +984,27 @@ class GroupCoordinator:
                             group_records.pop(k.group, None)
                         else:
                             group_records[k.group] = parse_group_value(value)
+                            consumer_states.pop(k.group, None)
+                    elif isinstance(k, ConsumerGroupKey):
+                        try:
+                            self.load_consumer_record(consumer_states, k, value)
+                        except Exception:  # noqa: BLE001
+                            log.warning("__consumer_offsets-%d offset %d: unreadable consumer group record", p, offset)
             for pid, by_group in open_txns.items():
                 for gid, offs in by_group.items():
                     pending.setdefault(gid, {})[pid] = offs
-        for gid in {gid for gid, o in offsets.items() if o} | set(group_records) | set(pending):
+        for gid in {gid for gid, o in offsets.items() if o} | set(group_records) | set(pending) | set(consumer_states):
             g = Group(gid, state_timestamp_ms=now_ms)
+            cs = consumer_states.get(gid)
+            if cs is not None and (cs.group_epoch > 0 or cs.members):
+                for m in cs.members.values():
+                    m.last_heartbeat_ms = now_ms  # sessions start again after a load, as in Kafka
+                    if m.state == UNREVOKED_PARTITIONS:  # and so does a pending revocation's timeout
+                        m.revocation_deadline_ms = now_ms + max(m.rebalance_timeout_ms, 0)
+                cs.subscription_metadata = self._subscribed_topics(cs, self.topics())
+                g.consumer = cs
+                g.protocol_type = "consumer"
+                group_records.pop(gid, None)
             rec = group_records.get(gid)
             if rec is not None:
                 g.generation_id = rec.generation

@@ -116,6 +116,8 @@ class Group:
     offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
     # transactional offset commits not yet committed/aborted: producer id -> tp -> value
     pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
+    # KIP-848: a consumer group's state (consumer.ConsumerGroupState); None for a classic group
+    consumer: object = None
 
     # ------------------------------------------------------------ state
     def is_(self, *states: GroupState) -> bool:

@@ -3,8 +3,8 @@
 Keys and values are "version-prefixed": an int16 version, then the message
 encoded at that version (schemas from Kafka's OffsetCommitKey/Value and
 GroupMetadataKey/Value specs). The key version is the record type: 0 and 1 are
-offset commits, 2 is group metadata, 3+ are KIP-848/share-group records (we
-skip those). A null value is a tombstone.
+offset commits, 2 is group metadata, 3-8 are KIP-848 consumer group records
+(ConsumerGroupKey); later types (share and streams groups) are skipped. A null value is a tombstone.
 """
 from __future__ import annotations
 
@@ -145,6 +145,9 @@ def parse_key(data: bytes):
     if version == 2:
         obj, _ = schema.parse(schema.data_message("GroupMetadataKey", 2), data[2:])
         return GroupKey(obj.group)
+    if version in _CG_KEYS:
+        obj, _ = schema.parse(schema.data_message(_CG_KEYS[version], version), data[2:])
+        return ConsumerGroupKey(version, obj.group_id, getattr(obj, "member_id", None))
     return None
 
 
@@ -157,3 +160,44 @@ def subscribed_topics(metadata: bytes) -> set[str] | None:
         return set(obj.topics or [])
     except Exception:
         return None
+
+
+# ------------------------------------------------- KIP-848 consumer groups
+# Record types (the key's version): 3 group epoch, 5 member metadata, 6 target
+# assignment epoch, 7 a member's target assignment, 8 a member's current assignment.
+CG_METADATA, CG_MEMBER, CG_TARGET_META, CG_TARGET_MEMBER, CG_CURRENT = 3, 5, 6, 7, 8
+_CG_KEYS = {CG_METADATA: "ConsumerGroupMetadataKey", CG_MEMBER: "ConsumerGroupMemberMetadataKey",
+            CG_TARGET_META: "ConsumerGroupTargetAssignmentMetadataKey",
+            CG_TARGET_MEMBER: "ConsumerGroupTargetAssignmentMemberKey",
+            CG_CURRENT: "ConsumerGroupCurrentMemberAssignmentKey"}
+_CG_VALUES = {CG_METADATA: "ConsumerGroupMetadataValue", CG_MEMBER: "ConsumerGroupMemberMetadataValue",
+              CG_TARGET_META: "ConsumerGroupTargetAssignmentMetadataValue",
+              CG_TARGET_MEMBER: "ConsumerGroupTargetAssignmentMemberValue",
+              CG_CURRENT: "ConsumerGroupCurrentMemberAssignmentValue"}
+
+
+@dataclass
+class ConsumerGroupKey:
+    kind: int  # CG_*
+    group: str
+    member: str | None = None
+
+
+def cg_key(kind: int, group: str, member: str | None = None) -> bytes:
+    obj = {"group_id": group}
+    if member is not None:
+        obj["member_id"] = member
+    return _encode(_CG_KEYS[kind], kind, obj)
+
+
+def cg_value(kind: int, obj: dict) -> bytes:
+    return _encode(_CG_VALUES[kind], 0, obj)
+
+
+def parse_cg_value(kind: int, data: bytes):
+    return _decode(_CG_VALUES[kind], data, 0)[1]
+
+
+def topic_partitions_field(assignment: dict) -> list[dict]:
+    return [{"topic_id": tid, "partitions": sorted(ps)} for tid, ps in sorted(assignment.items(), key=lambda kv: str(kv[0]))
+            if ps]

@@ -128,6 +128,8 @@ def own_entries(api: str, response, own_names) -> None:
     other scenarios' producer ids take no symbols)."""
     if api == "ListTransactions":
         response["transaction_states"] = [s for s in response.transaction_states if s.transactional_id in own_names]
+    elif api == "ListGroups":
+        response["groups"] = [g for g in response.groups if g.group_id in own_names]
 
 
 def canonical(api: str, response):
@@ -145,6 +147,11 @@ def canonical(api: str, response):
     elif api == "ListTransactions":
         response["transaction_states"] = sorted(response.get("transaction_states", []),
                                                 key=lambda s: s["transactional_id"])
+    elif api == "ConsumerGroupDescribe":
+        for g in response.get("groups", []):
+            g["members"] = sorted(g.get("members") or [], key=lambda m: m["member_id"])
+    elif api == "ListGroups":
+        response["groups"] = sorted(response.get("groups") or [], key=lambda g: g["group_id"])
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

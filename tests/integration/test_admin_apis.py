@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import urllib.request
 
 import pytest
@@ -130,7 +131,7 @@ def test_delete_records_survives_restart(broker_factory, unique_topic):
     b = broker_factory()
     t = unique_topic("drr")
     with RawClient.to(b.bootstrap) as c:
-        assert c.create_topic(t, 1, {"segment.bytes": "200"}) == 0
+        assert c.create_topic(t, 1, {"segment.bytes": "300"}) == 0
         produce(c, t, 0, 30)
         assert delete_records(c, t, {0: 17}) == {0: (0, 17)}
     b.restart(kill=True)
@@ -260,14 +261,18 @@ def test_incremental_alter_configs_ops_raw(raw, unique_topic):
 
 
 def test_broker_and_logger_resources_raw(raw):
-    err = incremental(raw, [(BROKER, "1", [("log.retention.ms", SET, "1000")])])
-    assert err == [(ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.ms)")]
+    err = incremental(raw, [(BROKER, "1", [("log.dirs", SET, "/elsewhere")])])
+    assert err == [(ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.dirs)")]
     assert incremental(raw, [(BROKER, "", [("num.partitions", SET, "3")])])[0][0] == ErrorCode.INVALID_REQUEST
     assert incremental(raw, [(BROKER, "1", [("log.retention.ms", DELETE, None)])]) == [(0, None)]
     assert incremental(raw, [(BROKER, "1", [("num.partitions", APPEND, "3")])])[0][0] == ErrorCode.INVALID_CONFIG
     assert incremental(raw, [(BROKER, "2", [])])[0][0] == ErrorCode.INVALID_REQUEST
     assert incremental(raw, [(BROKER, "one", [])])[0][0] == ErrorCode.INVALID_REQUEST
-    assert legacy_alter(raw, [(BROKER, "1", {"log.retention.ms": "5"})])[0][0] == ErrorCode.INVALID_REQUEST
+    assert legacy_alter(raw, [(BROKER, "1", {"node.id": "5"})])[0][0] == ErrorCode.INVALID_REQUEST
+    # a dynamic key with a bad value: INVALID_REQUEST naming it; unknown keys are accepted (as Kafka)
+    assert incremental(raw, [(BROKER, "1", [("log.retention.ms", SET, "soon")])], validate_only=True)[0][0] \
+        == ErrorCode.INVALID_REQUEST
+    assert incremental(raw, [(BROKER, "1", [("no.such.key", SET, "1")])], validate_only=True) == [(0, None)]
     assert legacy_alter(raw, [(BROKER_LOGGER, "1", {"root": "INFO"})])[0][0] == ErrorCode.INVALID_REQUEST
 
     def logger_levels():
@@ -549,3 +554,46 @@ def test_java_admin_client(java_client, broker_factory, unique_topic):
 
     assert admin_tool(java_client, "elect", "--bootstrap", b.bootstrap, "--topic", t, "--partition", "0") == \
         [{"type": "elect", "error": "ElectionNotNeededException"}]
+
+
+def test_dynamic_broker_config_retention_applies_and_survives_restart(broker_factory, unique_topic):
+    """log.retention.ms changed at run time with confluent-kafka's incremental_alter_configs:
+    old segments go at the next retention check, without a restart; the setting is
+    DYNAMIC_BROKER_CONFIG in DescribeConfigs and is still in force after kill -9."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ConfigSource, ResourceType)
+    b = broker_factory(overrides={"log.retention.check.interval.ms": 100})
+    t = unique_topic("dynret")
+    hour_ago = int(time.time() * 1000) - 3600_000
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(t, 1, {"segment.bytes": "300"}) == 0
+        for i in range(3):  # a segment each, an hour old
+            assert c.produce(t, 0, make_batch([b"x" * 150], timestamp=hour_ago)).error_code == 0
+        assert c.list_offset(t, 0, timestamp=-2) == 0
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+
+    def alter(value, op=AlterConfigOpType.SET):
+        res = ConfigResource(ResourceType.BROKER, "1",
+                             incremental_configs=[ConfigEntry("log.retention.ms", value, incremental_operation=op)])
+        admin.incremental_alter_configs([res])[res].result(30)
+
+    def described():
+        res = ConfigResource(ResourceType.BROKER, "1")
+        return admin.describe_configs([res])[res].result(30)["log.retention.ms"]
+
+    alter("600000")  # 10 minutes: the hour-old segments are past it
+    entry = described()
+    assert entry.value == "600000" and entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    assert not entry.is_read_only
+    with RawClient.to(b.bootstrap) as c:
+        wait_until(lambda: c.list_offset(t, 0, timestamp=-2) == 3, 15)
+    b.kill()
+    b.start()
+    assert described().value == "600000"
+    with RawClient.to(b.bootstrap) as c:
+        for i in range(2):
+            assert c.produce(t, 0, make_batch([b"y" * 150], timestamp=hour_ago)).error_code == 0
+        wait_until(lambda: c.list_offset(t, 0, timestamp=-2) == 5, 15)
+    alter(None, AlterConfigOpType.DELETE)
+    entry = described()
+    assert entry.value == "604800000" and entry.source == ConfigSource.DEFAULT_CONFIG.value

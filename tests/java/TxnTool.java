@@ -8,6 +8,12 @@
 //   java ... TxnTool follow --bootstrap H:P --topics a --group G --expected N [--timeout-ms 120000]
 //        (one long-lived group member: prints records as they arrive, commits after each poll;
 //        the test restarts the broker under it)
+//   java ... TxnTool eos-member --bootstrap H:P --topics in --group G --out OUT --transactional-id T
+//        [--group-protocol consumer|classic] [--duration-ms 60000]
+//        (consume-transform-produce: one transaction per poll with the outputs "out:<value>" and the
+//        consumer's offsets; prints {"type":"committed","count":N} after each; ends on SIGTERM or
+//        after duration-ms)
+//   group-consume and follow take --group-protocol consumer|classic too (default classic)
 //
 // Output: one JSON object per line; the last line is {"type":"summary",...}.
 // Record i of transaction t goes to topic (i % topics), partition (i / topics) % partitions,
@@ -142,6 +148,7 @@ public class TxnTool {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
         p.put(ConsumerConfig.GROUP_ID_CONFIG, a.get("group"));
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, a.getOrDefault("group-protocol", "classic"));
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, a.getOrDefault("isolation", "read_committed"));
@@ -211,6 +218,58 @@ public class TxnTool {
         return 0;
     }
 
+    static int eosMember(Map<String, String> a) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, a.get("bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, a.get("group"));
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, a.getOrDefault("group-protocol", "consumer"));
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        Properties pp = producerProps(a);
+        pp.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "10000");
+        long deadline = System.currentTimeMillis() + Long.parseLong(a.getOrDefault("duration-ms", "60000"));
+        int n = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p);
+             KafkaProducer<String, String> prod = new KafkaProducer<>(pp)) {
+            prod.initTransactions();
+            c.subscribe(Arrays.asList(a.get("topics").split(",")));
+            while (System.currentTimeMillis() < deadline) {
+                ConsumerRecords<String, String> rs = c.poll(Duration.ofMillis(200));
+                if (rs.isEmpty()) continue;
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                prod.beginTransaction();
+                try {
+                    for (ConsumerRecord<String, String> r : rs) {
+                        prod.send(new ProducerRecord<>(a.get("out"), r.key(), "out:" + r.value()));
+                        offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+                    }
+                    prod.sendOffsetsToTransaction(offsets, c.groupMetadata());
+                    prod.commitTransaction();
+                    n += rs.count();
+                    System.out.println("{\"type\":\"committed\",\"count\":" + n + "}");
+                    System.out.flush();
+                } catch (org.apache.kafka.common.errors.ProducerFencedException e) {
+                    throw e;
+                } catch (Exception e) {
+                    // e.g. a stale member epoch after a rebalance: abort, go back to the committed offsets
+                    System.out.println("{\"type\":\"aborted\",\"error\":" + js(e.toString()) + "}");
+                    System.out.flush();
+                    prod.abortTransaction();
+                    Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment());
+                    for (TopicPartition tp : c.assignment()) {
+                        OffsetAndMetadata om = committed.get(tp);
+                        if (om != null) c.seek(tp, om.offset()); else c.seekToBeginning(Collections.singleton(tp));
+                    }
+                }
+            }
+        }
+        System.out.println("{\"type\":\"summary\",\"mode\":\"eos-member\",\"count\":" + n + "}");
+        return 0;
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = opts(argv);
         int rc;
@@ -220,6 +279,7 @@ public class TxnTool {
             case "consume": rc = consume(a); break;
             case "group-consume": rc = groupConsume(a); break;
             case "follow": rc = follow(a); break;
+            case "eos-member": rc = eosMember(a); break;
             default: throw new IllegalArgumentException("unknown mode " + argv[0]);
         }
         System.out.flush();

@@ -131,3 +131,19 @@ def test_log_levels_are_log4js_with_pythons_names_too():
     assert parse_log_level("warning") == logging.WARNING and parse_log_level("CRITICAL") == logging.CRITICAL
     with pytest.raises(ValueError, match="Invalid value BANANA for --log-level"):
         parse_log_level("BANANA")
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"group.consumer.session.timeout.ms": "1000"},
+     "group.consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms"),
+    ({"group.consumer.heartbeat.interval.ms": "20000"},
+     "group.consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"),
+    ({"group.consumer.min.session.timeout.ms": "1000", "group.consumer.session.timeout.ms": "4000",
+      "group.consumer.heartbeat.interval.ms": "5000"},
+     "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"),
+    ({"group.consumer.assignors": "uniform,sticky"}, "group.consumer.assignors"),
+    ({"group.coordinator.rebalance.protocols": "consumer"}, "group.coordinator.rebalance.protocols"),
+])
+def test_kip848_settings_are_checked_together(overrides, words):
+    with pytest.raises(ConfigError, match=words):
+        BrokerConfig.from_dict(overrides)

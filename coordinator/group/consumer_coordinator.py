@@ -1,0 +1,523 @@
+"""The KIP-848 half of the group coordinator (Kafka's GroupMetadataManager.
+consumerGroupHeartbeat and friends), mixed into GroupCoordinator.
+
+A consumer group is a `Group` whose `consumer` holds a ConsumerGroupState. Each
+heartbeat computes the group's next state on a copy, appends the records that
+describe the change to __consumer_offsets (Kafka's record types 3, 5, 6, 7, 8),
+and only then installs the copy, so a failed append changes nothing.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import re
+
+from minikafka.protocol.errors import ErrorCode
+
+from .consumer import (ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, STABLE,
+                       UNREVOKED_PARTITIONS, ConsumerGroupState, ConsumerMember, assignment_eq,
+                       copy_assignment, parse_owned, reconcile)
+from .group import Group, GroupState
+from .records import (CG_CURRENT, CG_MEMBER, CG_METADATA, CG_TARGET_MEMBER, CG_TARGET_META, cg_key, cg_value,
+                      parse_cg_value, topic_partitions_field)
+
+log = logging.getLogger("minikafka.group")
+E = ErrorCode
+
+# DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer:
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4.1 answers 3400)
+GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def _error(code: ErrorCode, message: str | None = None) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "member_id": None,
+            "member_epoch": 0, "heartbeat_interval_ms": 0, "assignment": None}
+
+
+def _validate(version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms, names,
+              regex, owned_tps, assignor, assignors):
+    """ConsumerGroupHeartbeatRequest validation (GroupMetadataManager.throwIfConsumerGroupHeartbeatRequestIsInvalid)."""
+    if version >= 1 and not member_id:
+        raise HeartbeatError(E.INVALID_REQUEST, "MemberId can't be empty.")
+    if not group_id:
+        raise HeartbeatError(E.INVALID_REQUEST, "GroupId can't be empty.")
+    if instance_id is not None and instance_id == "":
+        raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be empty.")
+    if rack_id is not None and rack_id == "":
+        raise HeartbeatError(E.INVALID_REQUEST, "RackId can't be empty.")
+    if member_epoch == 0:
+        if rebalance_timeout_ms == -1:
+            raise HeartbeatError(E.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+        if owned_tps is None or len(owned_tps) > 0:
+            raise HeartbeatError(E.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+        if names is None and regex is None:
+            raise HeartbeatError(E.INVALID_REQUEST,
+                                 "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    elif member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if instance_id is None:
+            raise HeartbeatError(E.INVALID_REQUEST, "InstanceId can't be null.")
+    elif member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise HeartbeatError(E.INVALID_REQUEST, "MemberEpoch is invalid.")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as e:
+            raise HeartbeatError(E.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid "
+                                 f"regular expression: {e}.") from None
+    if assignor is not None and assignor not in assignors:
+        raise HeartbeatError(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {assignor} is not supported. "
+                             f"Supported assignors: {', '.join(assignors)}.")
+
+
+class ConsumerGroupMixin:
+    """Needs from the host: self.groups, self.config (GroupConfig), self._append,
+    self.topics() -> {name: (topic id, partitions)}, self.group_config(gid, key)."""
+
+    # ------------------------------------------------------------- lookups
+    def _consumer_group(self, group_id: str, create: bool, now_ms: int) -> Group:
+        g = self.groups.get(group_id)
+        if g is None or g.state == GroupState.DEAD:
+            if not create:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            g = Group(group_id, state_timestamp_ms=now_ms)
+            g.consumer = ConsumerGroupState()
+            g.protocol_type = "consumer"
+            return g
+        if g.consumer is None:
+            if g.members or g.pending_members:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if not create:
+                raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            # an empty classic group becomes a consumer group (its offsets stay)
+            g.consumer = ConsumerGroupState(group_epoch=g.generation_id, assignment_epoch=g.generation_id)
+            g.protocol_type = "consumer"
+        return g
+
+    def session_timeout_of(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "consumer.session.timeout.ms"))
+
+    def heartbeat_interval_of(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "consumer.heartbeat.interval.ms"))
+
+    def _subscribed_topics(self, cg: ConsumerGroupState, topics: dict) -> dict[str, tuple]:
+        """{name: (topic id, partitions)} of every topic some member subscribes to (names or regex)."""
+        names: set[str] = set()
+        for m in cg.members.values():
+            names |= self._member_topics(m, topics)
+        return {n: topics[n] for n in sorted(names)}
+
+    @staticmethod
+    def _member_topics(m: ConsumerMember, topics: dict) -> set[str]:
+        out = {n for n in m.subscribed_topic_names if n in topics}
+        if m.subscribed_topic_regex:
+            try:
+                rx = re.compile(m.subscribed_topic_regex)
+            except re.error:
+                rx = None
+            if rx is not None:
+                out |= {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+        return out
+
+    # ------------------------------------------------------------ heartbeat
+    def consumer_heartbeat(self, version: int, group_id: str, member_id: str, member_epoch: int,
+                           instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                           subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions,
+                           client_id: str, client_host: str, now_ms: int) -> dict:
+        try:
+            if "consumer" not in self.config.rebalance_protocols:
+                raise HeartbeatError(E.UNSUPPORTED_VERSION, "The new group protocol is not enabled.")
+            _validate(version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                      subscribed_topic_names, subscribed_topic_regex, topic_partitions, server_assignor,
+                      self.config.consumer_assignors)
+            if version == 0 and member_epoch == 0 and not member_id:
+                member_id = _random_member_id()  # v0: the coordinator names new members (v1: the client)
+            if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._consumer_leave(group_id, member_id, member_epoch, instance_id, now_ms)
+            return self._consumer_join_or_heartbeat(
+                version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
+                subscribed_topic_names, subscribed_topic_regex, server_assignor, parse_owned(topic_partitions),
+                topic_partitions, client_id, client_host, now_ms)
+        except HeartbeatError as e:
+            return _error(e.code, e.message)
+
+    def _find_member(self, g: Group, cg: ConsumerGroupState, member_id: str, member_epoch: int,
+                     instance_id: str | None, owned) -> tuple[ConsumerMember, bool, str | None]:
+        """(member, is new, id of a static member it replaces)."""
+        gid = g.group_id
+        if instance_id is None:
+            m = cg.members.get(member_id)
+            if member_epoch == 0:
+                return (m, False, None) if m is not None else (ConsumerMember(member_id), True, None)
+            if m is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {gid}.")
+        else:
+            old_id = cg.static_members.get(instance_id)
+            if member_epoch == 0:
+                if old_id is None:
+                    m = cg.members.get(member_id)
+                    return (m, False, None) if m is not None else (ConsumerMember(member_id, instance_id), True, None)
+                old = cg.members[old_id]
+                if old_id == member_id:
+                    return old, False, None
+                if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise HeartbeatError(E.UNRELEASED_INSTANCE_ID,
+                                         f"Static member {old_id} with instance id {instance_id} is not released yet.")
+                # the new instance takes over the old one's assignment and epoch
+                m = ConsumerMember(**{**copy.deepcopy(old.__dict__), "member_id": member_id})
+                m.member_epoch = old.previous_member_epoch if old.previous_member_epoch >= 0 else 0
+                return m, False, old_id
+            if old_id is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            if old_id != member_id:
+                raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} is fenced by existing member {old_id}.")
+            m = cg.members[old_id]
+        # epoch checks (throwIfMemberEpochIsInvalid)
+        if member_epoch > m.member_epoch:
+            raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+                                 f"({member_epoch}) than the one known by the group coordinator ({m.member_epoch}). "
+                                 f"The member must abandon all its partitions and rejoin.")
+        if member_epoch < m.member_epoch:
+            subset = owned is not None and all(ps <= m.assigned.get(t, set()) for t, ps in owned.items())
+            if not (member_epoch == m.previous_member_epoch and subset):
+                raise HeartbeatError(E.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member "
+                                     f"epoch ({member_epoch}) than the one known by the group coordinator "
+                                     f"({m.member_epoch}). The member must abandon all its partitions and rejoin.")
+        return m, False, None
+
+    def _consumer_join_or_heartbeat(self, version, group_id, member_id, member_epoch, instance_id, rack_id,
+                                    rebalance_timeout_ms, names, regex, assignor, owned, owned_raw, client_id,
+                                    client_host, now_ms) -> dict:
+        g = self._consumer_group(group_id, create=member_epoch == 0, now_ms=now_ms)
+        cg = g.consumer
+        member, is_new, replaced = self._find_member(g, cg, member_id, member_epoch, instance_id, owned)
+        if is_new and len(cg.members) >= self.config.consumer_max_size:
+            raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED,
+                                 f"The consumer group has reached its maximum capacity of "
+                                 f"{self.config.consumer_max_size} members.")
+        new = copy.deepcopy(cg)
+        records: list = []
+        if replaced is not None:
+            old = new.members.pop(replaced)
+            new.target[member_id] = new.target.pop(replaced, copy_assignment(old.assigned))
+            records += [(cg_key(CG_CURRENT, group_id, replaced), None),
+                        (cg_key(CG_TARGET_MEMBER, group_id, replaced), None),
+                        (cg_key(CG_MEMBER, group_id, replaced), None),
+                        (cg_key(CG_TARGET_MEMBER, group_id, member_id),
+                         cg_value(CG_TARGET_MEMBER, {"topic_partitions": topic_partitions_field(new.target[member_id])}))]
+        m = copy.deepcopy(member)
+        before_meta = _member_meta(member) if not is_new and replaced is None else None
+        if instance_id is not None:
+            m.instance_id = instance_id
+        if rack_id is not None:
+            m.rack_id = rack_id
+        if rebalance_timeout_ms != -1:
+            m.rebalance_timeout_ms = rebalance_timeout_ms
+        if names is not None:
+            m.subscribed_topic_names = list(names)
+        if regex is not None:
+            m.subscribed_topic_regex = regex or None
+        if assignor is not None:
+            m.server_assignor = assignor
+        m.client_id, m.client_host = client_id, client_host
+        m.last_heartbeat_ms = now_ms
+        new.members[member_id] = m
+        if m.instance_id is not None:
+            new.static_members[m.instance_id] = member_id
+        meta_changed = before_meta is None or _member_meta(m) != before_meta
+        if meta_changed:
+            records.append((cg_key(CG_MEMBER, group_id, member_id), cg_value(CG_MEMBER, _member_meta(m))))
+        subs_changed = is_new or replaced is not None or before_meta is None or \
+            (before_meta["subscribed_topic_names"], before_meta["subscribed_topic_regex"]) != \
+            (m.subscribed_topic_names, m.subscribed_topic_regex) or before_meta["server_assignor"] != m.server_assignor
+        topics = self.topics()
+        sub_meta = self._subscribed_topics(new, topics)
+        bump = (is_new or (subs_changed and replaced is None)) or sub_meta != new.subscription_metadata
+        if bump:
+            new.group_epoch += 1
+            new.subscription_metadata = sub_meta
+            records.append((cg_key(CG_METADATA, group_id), cg_value(CG_METADATA, {"epoch": new.group_epoch})))
+        if new.group_epoch > new.assignment_epoch:
+            records += self._compute_target(g.group_id, new, topics)
+        # reconcile this member towards its target
+        target = new.target.get(member_id, {})
+        updated = reconcile(m, new.assignment_epoch, target, owned,
+                            lambda t, p: new.owner_of(t, p, member_id))
+        if updated.state == UNREVOKED_PARTITIONS and m.state != UNREVOKED_PARTITIONS:
+            updated.revocation_deadline_ms = now_ms + max(m.rebalance_timeout_ms, 0)
+        elif updated.state != UNREVOKED_PARTITIONS:
+            updated.revocation_deadline_ms = None
+        new.members[member_id] = updated
+        if _current_changed(member if not is_new else None, updated) or replaced is not None:
+            records.append((cg_key(CG_CURRENT, group_id, member_id), cg_value(CG_CURRENT, _current(updated))))
+        if records:
+            err = self._append_or_error(group_id, records, now_ms)
+            if err is not None:
+                return _error(err)
+        g.consumer = new
+        self.groups[group_id] = g
+        if g.state != GroupState.EMPTY:
+            g.state = GroupState.EMPTY
+        if is_new:
+            log.info("group %s: member %s joins (epoch %d)", group_id, member_id, new.group_epoch)
+        full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
+                                     and owned_raw is not None)
+        resp = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_of(group_id),
+                "assignment": None}
+        # a member back with its previous epoch lost the answer that moved it on: if what it owns
+        # is not its assignment, that answer's assignment is sent again (else it would never learn
+        # of the partitions it gained, e.g. across a broker restart)
+        lost_answer = 0 < member_epoch < member.member_epoch and owned is not None \
+            and not assignment_eq(owned, updated.assigned)
+        if full or is_new or lost_answer or not assignment_eq(member.assigned, updated.assigned):
+            resp["assignment"] = {"topic_partitions": topic_partitions_field(updated.assigned)}
+        return resp
+
+    def _compute_target(self, group_id: str, cg: ConsumerGroupState, topics: dict) -> list:
+        """A new target assignment at the group epoch: records for changed members and the epoch."""
+        by_id = {tid: (name, n) for name, (tid, n) in topics.items()}
+        members = list(cg.members)
+        subs = {}
+        for mid, m in cg.members.items():
+            subs[mid] = {topics[n][0] for n in self._member_topics(m, topics)}
+        assignor = ASSIGNORS[cg.preferred_assignor(self.config.consumer_assignors[0])]
+        relevant = {tid: v for tid, v in by_id.items() if any(tid in s for s in subs.values())}
+        result = assignor(members, subs, relevant, cg.target)
+        records = []
+        for mid in members:
+            a = result.get(mid, {})
+            if mid not in cg.target or not assignment_eq(cg.target[mid], a):
+                records.append((cg_key(CG_TARGET_MEMBER, group_id, mid),
+                                cg_value(CG_TARGET_MEMBER, {"topic_partitions": topic_partitions_field(a)})))
+        cg.target = {mid: result.get(mid, {}) for mid in members}
+        cg.assignment_epoch = cg.group_epoch
+        records.append((cg_key(CG_TARGET_META, group_id),
+                        cg_value(CG_TARGET_META, {"assignment_epoch": cg.assignment_epoch})))
+        return records
+
+    def _append_or_error(self, group_id: str, records: list, now_ms: int) -> ErrorCode | None:
+        from .coordinator import _storage_error
+        try:
+            self._append(group_id, records, now_ms)
+        except Exception as e:  # noqa: BLE001 - mapped to a Kafka error
+            return _storage_error(e)
+        return None
+
+    # ------------------------------------------------------------ leaving
+    def _consumer_leave(self, group_id, member_id, member_epoch, instance_id, now_ms) -> dict:
+        g = self._consumer_group(group_id, create=False, now_ms=now_ms)
+        cg = g.consumer
+        if instance_id is not None:
+            mid = cg.static_members.get(instance_id)
+            if mid is None:
+                raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            if mid != member_id:
+                raise HeartbeatError(E.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} is fenced by existing member {mid}.")
+        elif member_id not in cg.members:
+            raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            new = copy.deepcopy(cg)
+            m = new.members[member_id]
+            m.previous_member_epoch = m.member_epoch
+            m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            err = self._append_or_error(group_id, [(cg_key(CG_CURRENT, group_id, member_id),
+                                                    cg_value(CG_CURRENT, _current(m)))], now_ms)
+            if err is not None:
+                return _error(err)
+            g.consumer = new
+            log.info("group %s: static member %s (%s) leaves for now", group_id, member_id, instance_id)
+        else:
+            err = self._remove_consumer_member(g, member_id, now_ms, "the member left the group")
+            if err is not None:
+                return _error(err)
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
+                "member_epoch": member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
+
+    def _remove_consumer_member(self, g: Group, member_id: str, now_ms: int, why: str) -> ErrorCode | None:
+        cg = g.consumer
+        gid = g.group_id
+        new = copy.deepcopy(cg)
+        m = new.members.pop(member_id)
+        new.target.pop(member_id, None)
+        if m.instance_id is not None and new.static_members.get(m.instance_id) == member_id:
+            del new.static_members[m.instance_id]
+        new.group_epoch += 1
+        new.subscription_metadata = self._subscribed_topics(new, self.topics())
+        records = [(cg_key(CG_CURRENT, gid, member_id), None), (cg_key(CG_TARGET_MEMBER, gid, member_id), None),
+                   (cg_key(CG_MEMBER, gid, member_id), None),
+                   (cg_key(CG_METADATA, gid), cg_value(CG_METADATA, {"epoch": new.group_epoch}))]
+        err = self._append_or_error(gid, records, now_ms)
+        if err is not None:
+            return err
+        g.consumer = new
+        if not new.members:
+            g.state_timestamp_ms = now_ms  # offsets of an empty group expire from now (offsets.retention.minutes)
+        log.info("group %s: member %s removed (%s), group epoch %d", gid, member_id, why, new.group_epoch)
+        return None
+
+    # -------------------------------------------------------------- timers
+    def _consumer_tick(self, g: Group, now_ms: int) -> None:
+        session = self.session_timeout_of(g.group_id)
+        for mid, m in list(g.consumer.members.items()):
+            if now_ms >= m.last_heartbeat_ms + session:
+                self._remove_consumer_member(g, mid, now_ms, "session timeout expired")
+            elif m.revocation_deadline_ms is not None and now_ms >= m.revocation_deadline_ms:
+                self._remove_consumer_member(g, mid, now_ms, "did not revoke its partitions within the rebalance timeout")
+
+    def _consumer_next_deadline(self, g: Group) -> int | None:
+        session = self.session_timeout_of(g.group_id)
+        best = None
+        for m in g.consumer.members.values():
+            d = m.last_heartbeat_ms + session
+            if m.revocation_deadline_ms is not None:
+                d = min(d, m.revocation_deadline_ms)
+            best = d if best is None else min(best, d)
+        return best
+
+    # ------------------------------------------------------- offsets checks
+    def consumer_validate_commit(self, g: Group, member_id: str, member_epoch: int, transactional: bool,
+                                 api_version: int) -> ErrorCode:
+        """ConsumerGroup.validateOffsetCommit; TxnOffsetCommit answers a wrong epoch with
+        ILLEGAL_GENERATION (as Kafka 4.1 does, v5 included)."""
+        cg = g.consumer
+        if member_epoch < 0 and not cg.members:
+            return E.NONE
+        m = cg.members.get(member_id or "")
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return E.UNSUPPORTED_VERSION
+        if member_epoch != m.member_epoch:
+            if transactional:
+                return E.ILLEGAL_GENERATION
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    def consumer_validate_fetch(self, g: Group, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """ConsumerGroup.validateOffsetFetch: only an admin (epoch -1, no member id) skips the checks."""
+        if member_epoch < 0 and member_id is None:
+            return E.NONE
+        m = g.consumer.members.get(member_id or "")
+        if m is None:
+            return E.UNKNOWN_MEMBER_ID
+        if member_epoch != m.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    # ------------------------------------------------------------ describe
+    def consumer_describe(self, group_id: str, ops: int) -> dict:
+        g = self.groups.get(group_id)
+        base = {"error_code": 0, "error_message": None, "group_id": group_id, "group_state": "",
+                "group_epoch": 0, "assignment_epoch": 0, "assignor_name": "", "members": [],
+                "authorized_operations": ops}
+        if g is None or g.state == GroupState.DEAD:
+            return dict(base, error_code=int(E.GROUP_ID_NOT_FOUND), error_message=f"Group {group_id} not found.",
+                        authorized_operations=-2147483648)
+        if g.consumer is None:
+            return dict(base, error_code=int(E.GROUP_ID_NOT_FOUND),
+                        error_message=f"Group {group_id} is not a consumer group.",
+                        authorized_operations=-2147483648)
+        cg = g.consumer
+        names = {tid: name for name, (tid, _) in self.topics().items()}
+
+        def tps(a):
+            return [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
+                    for t, ps in sorted(a.items(), key=lambda kv: names.get(kv[0], "")) if ps]
+        members = [{
+            "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+            "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+            "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex or "",
+            "assignment": {"topic_partitions": tps(m.assigned)},
+            "target_assignment": {"topic_partitions": tps(cg.target.get(m.member_id, {}))},
+            "member_type": 1,  # v1: a consumer-protocol member (0 would be a classic one)
+        } for m in cg.members.values()]
+        return dict(base, group_state=cg.state_name(), group_epoch=cg.group_epoch,
+                    assignment_epoch=cg.assignment_epoch,
+                    assignor_name=cg.preferred_assignor(self.config.consumer_assignors[0]), members=members)
+
+    # -------------------------------------------------------------- loading
+    @staticmethod
+    def load_consumer_record(states: dict, key, value) -> None:
+        """Apply one KIP-848 record (ConsumerGroupKey) to `states` {group id: ConsumerGroupState}."""
+        cg = states.setdefault(key.group, ConsumerGroupState())
+        kind, mid = key.kind, key.member
+        if kind == CG_METADATA:
+            if value is None:
+                states.pop(key.group, None)
+            else:
+                cg.group_epoch = parse_cg_value(kind, value).epoch
+        elif kind == CG_TARGET_META:
+            if value is not None:
+                cg.assignment_epoch = parse_cg_value(kind, value).assignment_epoch
+        elif kind == CG_TARGET_MEMBER:
+            if value is None:
+                cg.target.pop(mid, None)
+            else:
+                cg.target[mid] = _assignment(parse_cg_value(kind, value).topic_partitions)
+        elif kind == CG_MEMBER:
+            if value is None:
+                m = cg.members.pop(mid, None)
+                if m is not None and m.instance_id is not None and cg.static_members.get(m.instance_id) == mid:
+                    del cg.static_members[m.instance_id]
+                return
+            v = parse_cg_value(kind, value)
+            m = cg.members.setdefault(mid, ConsumerMember(mid))
+            m.instance_id, m.rack_id, m.client_id, m.client_host = v.instance_id, v.rack_id, v.client_id, v.client_host
+            m.subscribed_topic_names = list(v.subscribed_topic_names or [])
+            m.subscribed_topic_regex = v.subscribed_topic_regex or None
+            m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            if m.instance_id is not None:
+                cg.static_members[m.instance_id] = mid
+        elif kind == CG_CURRENT:
+            if value is None:
+                return
+            v = parse_cg_value(kind, value)
+            m = cg.members.setdefault(mid, ConsumerMember(mid))
+            m.member_epoch, m.previous_member_epoch, m.state = v.member_epoch, v.previous_member_epoch, v.state
+            m.assigned = _assignment(v.assigned_partitions)
+            m.pending_revocation = _assignment(v.partitions_pending_revocation)
+
+
+def _random_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 of 16 random bytes, unpadded."""
+    import base64
+    import uuid as _uuid
+    return base64.urlsafe_b64encode(_uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _assignment(tps) -> dict:
+    return {tp.topic_id: set(tp.partitions or []) for tp in tps or [] if tp.partitions}
+
+
+def _member_meta(m: ConsumerMember) -> dict:
+    return {"instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+            "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "server_assignor": m.server_assignor}
+
+
+def _current(m: ConsumerMember) -> dict:
+    return {"member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch, "state": m.state,
+            "assigned_partitions": topic_partitions_field(m.assigned),
+            "partitions_pending_revocation": topic_partitions_field(m.pending_revocation)}
+
+
+def _current_changed(before: ConsumerMember | None, after: ConsumerMember) -> bool:
+    if before is None:
+        return True
+    return (before.member_epoch, before.previous_member_epoch, before.state) != \
+        (after.member_epoch, after.previous_member_epoch, after.state) \
+        or not assignment_eq(before.assigned, after.assigned) \
+        or not assignment_eq(before.pending_revocation, after.pending_revocation)
+
+
+__all__ = ["ConsumerGroupMixin", "GROUP_AUTHORIZED_OPS", "STABLE"]

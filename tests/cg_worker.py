@@ -1,0 +1,92 @@
+"""A confluent-kafka consumer-group member for the KIP-848 tests, run as a subprocess so a
+test can end it cleanly (SIGTERM: it leaves the group) or crash it (SIGKILL).
+
+    python tests/cg_worker.py BOOTSTRAP GROUP TOPIC [--eos OUT_TOPIC TXN_ID] [--protocol consumer|classic]
+
+Prints one JSON line per event, flushed: {"assigned": [partitions]} whenever its assignment
+changes; in --eos mode, {"committed": n} after each committed transaction. --eos is
+consume-transform-produce: one transaction per poll holds the outputs (value "out:<input
+value>") and the consumer's offsets (send_offsets_to_transaction), read_committed input.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+from confluent_kafka import Consumer, KafkaException, Producer
+
+
+def say(obj) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    bootstrap, group, topic = argv[:3]
+    eos = None
+    protocol = "consumer"
+    rest = argv[3:]
+    while rest:
+        if rest[0] == "--eos":
+            eos, rest = (rest[1], rest[2]), rest[3:]
+        elif rest[0] == "--protocol":
+            protocol, rest = rest[1], rest[2:]
+        else:
+            raise SystemExit(f"unknown option {rest[0]}")
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "isolation.level": "read_committed"}
+    if protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"session.timeout.ms": 2000, "heartbeat.interval.ms": 300})
+    consumer = Consumer(conf)
+    producer = None
+    if eos:
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": eos[1],
+                             "transaction.timeout.ms": 10000})
+        producer.init_transactions(30)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    consumer.subscribe([topic])
+    last = None
+    committed = 0
+    while not stop:
+        msgs = consumer.consume(100, 0.2)
+        now = sorted(p.partition for p in consumer.assignment())
+        if now != last:
+            say({"assigned": now})
+            last = now
+        msgs = [m for m in msgs if m.error() is None]
+        if not msgs or producer is None:
+            continue
+        try:
+            producer.begin_transaction()
+            for m in msgs:
+                producer.produce(eos[0], b"out:" + m.value(), key=m.key())
+            producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                                 consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+            committed += len(msgs)
+            say({"committed": committed})
+        except KafkaException as e:
+            # fenced by a rebalance (stale member epoch) or a retriable error: abort, start again
+            # from the last committed offsets
+            say({"error": str(e)})
+            try:
+                producer.abort_transaction(30)
+            except KafkaException:
+                pass
+            for tp in consumer.committed(consumer.assignment(), 30):
+                if tp.offset >= 0:
+                    consumer.seek(tp)
+                else:
+                    tp.offset = -2  # OFFSET_BEGINNING
+                    consumer.seek(tp)
+    consumer.close()
+    say({"closed": True})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
