@@ -475,14 +475,17 @@ class LogManager:
         its overrides over them again, applied to its open logs at once."""
         self.default_config = default_config
         for name, info in list(self._topics.items()):
-            config = default_config.with_overrides(info.configs)
-            self._configs[name] = config
-            for p in range(info.num_partitions):
-                ulog = self._logs.get((name, p))
-                if ulog is not None:
-                    ulog.config = config
-                    for seg in ulog.segments:
-                        seg.index_interval_bytes = config.index_interval_bytes
+            self._apply_config(info, default_config.with_overrides(info.configs))
+
+    def _apply_config(self, info: TopicInfo, config: LogConfig) -> None:
+        """A topic's config from now on, also in its open logs and their segments."""
+        self._configs[info.name] = config
+        for p in range(info.num_partitions):
+            ulog = self._logs.get((info.name, p))
+            if ulog is not None:
+                ulog.config = config
+                for seg in ulog.segments:
+                    seg.index_interval_bytes = config.index_interval_bytes
 
     def alter_topic_configs(self, name: str, configs: Mapping[str, str], *, validate_only: bool = False) -> TopicInfo:
         """Replace the topic's whole override set (AlterConfigs semantics; IncrementalAlterConfigs
@@ -494,13 +497,7 @@ class LogManager:
         if validate_only:
             return new_info
         self._topics[name] = new_info
-        self._configs[name] = config
-        for p in range(info.num_partitions):
-            ulog = self._logs.get((name, p))
-            if ulog is not None:
-                ulog.config = config
-                for seg in ulog.segments:
-                    seg.index_interval_bytes = config.index_interval_bytes
+        self._apply_config(new_info, config)
         self._write_topics_store()
         return new_info
 
