@@ -81,7 +81,7 @@ def _read_pkcs12(location: str, loc_key: str, password: str | None, pw_key: str)
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError:
         raise invalid(loc_key, location, "PKCS12 stores need the 'cryptography' package "
-                                         "(pip install cryptography), or use PEM") from None
+                                         "(pip install 'minikafka[pkcs12]'), or use PEM") from None
     if password is None:
         raise invalid(pw_key, None, "a PKCS12 store needs its password")
     try:
