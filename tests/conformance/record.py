@@ -45,6 +45,10 @@ class KafkaTarget:
     def sasl_bootstrap(self) -> str | None:
         return self.cluster.sasl_bootstrap
 
+    @property
+    def ssl_bootstrap(self) -> str | None:
+        return self.cluster.ssl_bootstrap
+
     def restart(self, kill: bool) -> None:
         self.cluster.restart(kill)
 

@@ -215,6 +215,18 @@ class Run:
                     "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                                         f'username="{user}" password="{SASL_USERS[user]}";'},
                     timeout=60, client_id="conformance")
+            elif name == "ssl" or name.startswith("ssl:"):
+                # TLS, without a client certificate ("ssl": User:ANONYMOUS) or with one ("ssl:alice",
+                # subject CN=alice: User:alice); certs.py
+                from minikafka.broker.tools.wire import connect
+                from .certs import material
+                props = {"security.protocol": "SSL", "ssl.truststore.location": str(material().ca)}
+                if name.startswith("ssl:"):
+                    user = name[len("ssl:"):]
+                    if user != "alice":
+                        raise ScenarioError(f"connection {name!r}: certs.py makes a client certificate for alice only")
+                    props["ssl.keystore.location"] = str(material().alice)
+                c = self.conns[name] = connect(self.target.ssl_bootstrap, props, timeout=60, client_id="conformance")
             else:
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
         return c
