@@ -124,6 +124,12 @@ SCENARIOS = [
         metadata_v(10, cluster_ops=False, topic_ops=False),
         describe_cluster(0), describe_cluster(1), describe_cluster(1, ops=False),
     ]),
+    Scenario("sec/ops/alice_without_acls",
+             "The same as alice, who has no ACL on the cluster or on this scenario's topic.", broker=SECURED, steps=[
+        metadata_v(8, conn=ALICE), metadata_v(9, conn=ALICE), metadata_v(10, conn=ALICE),
+        metadata_v(10, cluster_ops=False, topic_ops=False, conn=ALICE),
+        describe_cluster(0, conn=ALICE), describe_cluster(1, conn=ALICE), describe_cluster(1, ops=False, conn=ALICE),
+    ]),
     # carol: a user no other scenario gives an ACL (a cluster ACL would change what others see)
     Scenario("sec/ops/without_super_user",
              "The same as carol, first without ACLs, then with READ on the topic and DESCRIBE on the cluster.",
