@@ -109,7 +109,11 @@ SECURED = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.Standa
 # with an ACL is then refused to every principal the ACLs do not name, User:ANONYMOUS (the plain
 # connection, an SSL client without a certificate) included.
 SECURED_OPEN = dict(SECURED, **{"super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
-SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+# Kafka's default: nobody but User:admin (over SASL PLAIN) may do anything without an ACL. The
+# "main" connection (setup, topics, ACLs) is then User:admin over SASL_PLAINTEXT, so the plain
+# listener's and an SSL client's User:ANONYMOUS needs ACLs like alice does (runner.open_main).
+SECURED_STRICT = dict(SECURED, **{"super.users": "User:admin"})
+SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "admin": "admin-secret"}
 # SSL client certificates: CN=alice is User:alice (the rule), anything else its whole DN
 SSL_PRINCIPAL_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
 
@@ -137,6 +141,12 @@ def ssl_listener_settings() -> dict:
 
 def secured(broker: dict) -> bool:
     return broker.get("authorizer.class.name") == SECURED["authorizer.class.name"]
+
+
+def admin_only(broker: dict) -> bool:
+    """SECURED_STRICT: User:admin is the only super user and nothing is allowed without an ACL."""
+    return (secured(broker) and broker.get("super.users") == "User:admin"
+            and broker.get("allow.everyone.if.no.acl.found") == "false")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
-from .dsl import sasl_listener_settings, secured, ssl_listener_settings
+from .dsl import SASL_USERS, admin_only, sasl_listener_settings, secured, ssl_listener_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
@@ -111,6 +111,21 @@ class KafkaNode:
                 cfg["listeners"] += f",SSL://127.0.0.1:{c.ssl_port}"
                 cfg["listener.security.protocol.map"] += ",SSL:SSL"
                 cfg.update(ssl_listener_settings())
+                if admin_only(c.overrides):
+                    # only User:admin is a super user: the node's own requests (to its controller,
+                    # transaction markers) authenticate as admin, as ../shared/reference/kafka.sh does
+                    plain = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    users = " ".join(f'user_{u}="{p}"' for u, p in SASL_USERS.items())
+                    admin = f'username="admin" password="{SASL_USERS["admin"]}"'
+                    cfg["listener.security.protocol.map"] = cfg["listener.security.protocol.map"].replace(
+                        "CONTROLLER:PLAINTEXT", "CONTROLLER:SASL_PLAINTEXT")
+                    cfg.update({"sasl.mechanism.controller.protocol": "PLAIN",
+                                "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+                                "listener.name.controller.plain.sasl.jaas.config":
+                                    f'{plain} {admin} user_admin="{SASL_USERS["admin"]}";',
+                                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                                "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{plain} {admin} {users};"})
             cfg["advertised.listeners"] = cfg["listeners"]
         else:
             cfg["process.roles"] = "broker"

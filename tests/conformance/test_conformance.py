@@ -12,9 +12,9 @@ import pytest
 from harness import BrokerProcess, free_port
 
 from . import certs, golden
-from .dsl import sasl_listener_settings, secured, ssl_listener_settings
+from .dsl import admin_only, sasl_listener_settings, secured, ssl_listener_settings
 from .normalize import differences
-from .runner import Run, warm_up
+from .runner import ADMIN_LOGIN, Run, warm_up
 from .scenarios import all_scenarios
 
 SCENARIOS = all_scenarios()
@@ -59,6 +59,8 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
                       features=scenario.features)
     b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"
     b.ssl_bootstrap = None if ssl_port is None else f"127.0.0.1:{ssl_port}"
+    if admin_only(scenario.broker):
+        ADMIN_LOGIN[b.bootstrap] = b.sasl_bootstrap
     b.start()
     warm_up(b.bootstrap, timeout=30)
     return MinikafkaTarget(b)

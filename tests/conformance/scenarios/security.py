@@ -2,7 +2,7 @@
 certificate with CN=alice: User:alice by ssl.principal.mapping.rules), the SCRAM admin APIs, and
 KIP-430's authorized operations in Metadata and DescribeCluster with and without an authorizer.
 Connections: "main" (plain, User:ANONYMOUS), "ssl", "ssl:alice", "sasl:alice" (dsl.SECURED)."""
-from ..dsl import SECURED, SECURED_OPEN, Scenario, batch, call, fetch, produce
+from ..dsl import SECURED, SECURED_OPEN, SECURED_STRICT, Scenario, batch, call, fetch, produce
 from .acls import ALICE, DESCRIBE, READ, TOPIC, WRITE, acl, create_acls, metadata
 
 SSL, SSL_ALICE, CAROL = "ssl", "ssl:alice", "sasl:carol"
@@ -53,6 +53,22 @@ SCENARIOS = [
         produce(batch(), conn=SSL, until=OK),
         fetch(isolation=0, conn=SSL),
         metadata(conn=SSL),
+    ]),
+    Scenario("sec/ssl/strict/no_certificate_needs_acls",
+             "Kafka's default (only User:admin is a super user, nothing without an ACL): an SSL client "
+             "without a certificate gets TOPIC_AUTHORIZATION_FAILED on produce, fetch and Metadata; after "
+             "CreateAcls (by admin) for User:ANONYMOUS it may write and read, and so may a plaintext "
+             "client, the same principal; CN=alice still may not.", broker=SECURED_STRICT, steps=[
+        produce(batch(), conn=SSL),
+        fetch(isolation=0, conn=SSL),
+        metadata(conn=SSL),
+        produce(batch(), conn="plain"),
+        create_acls(acl(TOPIC, "{t}", WRITE, principal=ANONYMOUS), acl(TOPIC, "{t}", READ, principal=ANONYMOUS)),
+        produce(batch(), conn=SSL, until=OK),
+        fetch(isolation=0, conn=SSL),
+        metadata(conn=SSL),
+        produce(batch(), conn="plain"),
+        produce(batch(), conn=SSL_ALICE),
     ]),
     Scenario("sec/ssl/certificate_cn_is_the_principal",
              "A client certificate with subject CN=alice is User:alice (ssl.principal.mapping.rules): an ACL "
