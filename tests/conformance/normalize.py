@@ -152,6 +152,9 @@ def canonical(api: str, response):
         # Kafka answers in the order of a hash map (every user of a DescribeUserScramCredentials
         # with users=None; AlterUserScramCredentials' deletions, upsertions and errors)
         response["results"] = sorted(response.get("results", []), key=lambda r: r["user"])
+        for r in response["results"]:   # a user's mechanisms too (seen in both orders)
+            if "credential_infos" in r:
+                r["credential_infos"] = sorted(r["credential_infos"], key=lambda c: c["mechanism"])
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

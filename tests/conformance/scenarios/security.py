@@ -101,6 +101,9 @@ SCENARIOS = [
         alter_scram([upsert("{u}"), upsert("{u}", SHA512, 8192, 64)]),
         alter_scram([upsert("{u}"), upsert("{v}", SHA512, 8192, 64)]),
         alter_scram([upsert("{u}", SHA512, 4096, 64)]),
+        # Kafka's broker answers from its copy of the metadata log, a moment behind the controller
+        # (one user: Kafka lists several in the order of a hash map)
+        describe_scram("{u}", until={"results.0.credential_infos.1.iterations": 4096}),
         describe_scram("{u}", "{v}"),
         call(50, 0, {"users": None}, label="every user (only this scenario's are compared)"),
         alter_scram([upsert("{v}", iterations=1000)]),
@@ -111,7 +114,7 @@ SCENARIOS = [
         alter_scram([upsert("{w}")], deletions=[("{w}", SHA256)]),
         describe_scram("{u}", "{u}"),
         alter_scram(deletions=[("{u}", SHA512), ("{v}", SHA256)]),
-        describe_scram("{u}"),
+        describe_scram("{u}", until={"results.0.credential_infos.1": "<absent>"}),
     ]),
     Scenario("sec/scram/alter_needs_alter_on_the_cluster",
              "AlterUserScramCredentials as alice without ACLs: CLUSTER_AUTHORIZATION_FAILED, nothing changed.",
