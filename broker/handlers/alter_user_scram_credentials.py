@@ -12,58 +12,67 @@ VERSIONS = (0, 0)
 MECHANISMS = {v: k for k, v in MECHANISM_TYPES.items()}
 
 
+DUPLICATE = "A user credential cannot be altered twice in the same request"
+
+
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
     if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):
         names = dict.fromkeys(x.name for x in list(req.deletions) + list(req.upsertions))
         return {"throttle_time_ms": 0, "results": [
-            {"user": n, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "error_message": None} for n in names]}
-    users: dict[str, tuple[int, str | None]] = {}  # user -> (error, message), in request order
-    counts: dict[tuple[str, int], int] = {}  # a (user, mechanism) altered twice is refused
-    for item in list(req.deletions) + list(req.upsertions):
-        key = (item.name, item.mechanism)
-        counts[key] = counts.get(key, 0) + 1
-    upserts, deletes = [], []
-
-    def fail(name, code, message):
-        if not users.get(name, (0, None))[0]:
-            users[name] = (int(code), message)
-
+            {"user": n, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+             "error_message": "This principal needs ALTER permission on the cluster."} for n in names]}
+    # Kafka's ScramControlManager.alterCredentials: one change per user and request (two
+    # mechanisms of one user in one request are a duplicate too); a user's first error wins
+    # and makes Kafka skip the user's later entries, deletions being looked at first
+    errors: dict[str, tuple[int, str | None]] = {}
+    deletes: dict[str, tuple[str, str]] = {}
+    upserts: dict[str, tuple] = {}
     for d in req.deletions:
-        users.setdefault(d.name, (0, None))
+        if d.name in errors:
+            continue
+        if deletes.pop(d.name, None) is not None:
+            errors[d.name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE)
+            continue
         mech = MECHANISMS.get(d.mechanism)
-        if not d.name:
-            fail(d.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif counts[(d.name, d.mechanism)] > 1:
-            fail(d.name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-        elif mech is None:
-            fail(d.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism.")
-        elif store.lookup(d.name, mech) is None:
-            fail(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+        error = _name_and_mechanism_error(d.name, mech)
+        if error is None and store.lookup(d.name, mech) is None:
+            error = (ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+        if error is None:
+            deletes[d.name] = (d.name, mech)
         else:
-            deletes.append((d.name, mech))
+            errors[d.name] = error
     for u in req.upsertions:
-        users.setdefault(u.name, (0, None))
+        if u.name in errors:
+            continue
+        if deletes.pop(u.name, None) is not None or upserts.pop(u.name, None) is not None:
+            errors[u.name] = (ErrorCode.DUPLICATE_RESOURCE, DUPLICATE)
+            continue
         mech = MECHANISMS.get(u.mechanism)
-        if not u.name:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif counts[(u.name, u.mechanism)] > 1:
-            fail(u.name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-        elif mech is None:
-            fail(u.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism.")
-        elif u.iterations < SCRAM_MIN_ITERATIONS:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
-        elif u.iterations > SCRAM_MAX_ITERATIONS:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
-        elif not u.salt or not u.salted_password:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
-        else:
+        error = _name_and_mechanism_error(u.name, mech)
+        if error is None and u.iterations < SCRAM_MIN_ITERATIONS:
+            error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        elif error is None and u.iterations > SCRAM_MAX_ITERATIONS:
+            error = (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+        elif error is None and not u.salted_password:
+            # Kafka: its HMAC refuses the empty key (IllegalArgumentException), answered as an
+            # unknown server error without a message; an empty salt alone is taken
+            error = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        if error is None:
             stored_key, server_key = scram_keys(mech, bytes(u.salted_password))
-            upserts.append((u.name, mech, (bytes(u.salt), stored_key, server_key, u.iterations)))
-    ok_users = {n for n, (code, _) in users.items() if not code}
-    upserts = [x for x in upserts if x[0] in ok_users]
-    deletes = [x for x in deletes if x[0] in ok_users]
+            upserts[u.name] = (u.name, mech, (bytes(u.salt), stored_key, server_key, u.iterations))
+        else:
+            errors[u.name] = error
     if upserts or deletes:
-        store.apply(upserts, deletes)
+        store.apply(list(upserts.values()), list(deletes.values()))
+    ok = [{"user": n, "error_code": 0, "error_message": None} for n in list(deletes) + list(upserts)]
     return {"throttle_time_ms": 0,
-            "results": [{"user": n, "error_code": c, "error_message": m} for n, (c, m) in users.items()]}
+            "results": ok + [{"user": n, "error_code": int(c), "error_message": m} for n, (c, m) in errors.items()]}
+
+
+def _name_and_mechanism_error(name: str, mech: str | None):
+    if not name:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+    if mech is None:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+    return None

@@ -11,8 +11,11 @@ MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMecha
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
     if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-                "error_message": None, "results": []}
+        # Kafka (recorded): one result per requested user, its name left empty
+        refused = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "error_code": refused, "error_message": None,
+                "results": [{"user": "", "error_code": refused, "error_message": None, "credential_infos": []}
+                            for _ in req.users or ()]}
     names = sorted(store.users) if req.users is None else [u.name for u in req.users]
     seen, results = set(), []
     for name in names:
@@ -23,10 +26,10 @@ async def handle(conn, header, req):
         elif name not in store.users:
             code, message = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"
         else:
-            code, message = None, None
+            code, message = None, ""   # Kafka answers an empty message, not none
         seen.add(name)
         infos = [] if code else [{"mechanism": MECHANISM_TYPES[m], "iterations": c[3]}
                                  for m, c in sorted(store.users[name].items())]
         results.append({"user": name, "error_code": int(code or 0), "error_message": message,
                         "credential_infos": infos})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": results}

@@ -1,14 +1,17 @@
 """`minikafka configs`: the SCRAM part of Kafka's ``kafka-configs.sh`` over the wire protocol.
 
     minikafka configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name alice \\
-        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]'
+        --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
     minikafka configs --bootstrap-server HOST:PORT --alter --entity-type users --entity-name alice \\
         --delete-config SCRAM-SHA-512
     minikafka configs --bootstrap-server HOST:PORT --describe --entity-type users [--entity-name alice]
 
 As Kafka's tool, the salt and the salted password are made here (PBKDF2, 4096 iterations unless
 given) and only they are sent (AlterUserScramCredentials); the broker keeps StoredKey and
-ServerKey. ``--command-config`` holds the client properties of a secured listener
+ServerKey. One command changes one mechanism of a user: the changes of one command go in one
+request, and Kafka (KRaft) refuses a user altered twice in one request with DUPLICATE_RESOURCE,
+whatever the mechanisms (recorded: tests/conformance, sec/scram/alter_and_describe), as
+minikafka does. ``--command-config`` holds the client properties of a secured listener
 (security.protocol, ssl.truststore.location, sasl.mechanism, sasl.jaas.config).
 """
 from __future__ import annotations

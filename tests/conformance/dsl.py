@@ -95,12 +95,27 @@ class Call:
 
 
 # Scenarios with these broker settings run with ACLs (StandardAuthorizer) on both brokers, which
-# then also serve a SASL_PLAINTEXT listener (PLAIN users alice/alice-secret, bob/bob-secret).
-# The plain connection ("main", setup, topic creation) is User:ANONYMOUS, a super user; a step
-# with conn="sasl:alice" speaks as User:alice.
+# then also serve a SASL_PLAINTEXT listener (PLAIN users alice, bob, carol: SASL_USERS) and
+# an SSL listener (server certificate for 127.0.0.1, client certificate requested, principal the
+# certificate's CN; certs.py). The plain connection ("main", setup, topic creation) is
+# User:ANONYMOUS, a super user; a step with conn="sasl:alice" speaks as User:alice, with
+# conn="ssl" as User:ANONYMOUS over TLS without a client certificate (a super user too: what
+# ACLs an SSL client without a certificate needs is shown by the scenarios of SECURED_OPEN) and
+# with conn="ssl:alice" as User:alice by its client certificate (CN=alice).
 SECURED = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
            "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "false"}
-SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+# The same with no super user one can connect as and allow.everyone.if.no.acl.found=true (so
+# that setup, which runs as User:ANONYMOUS, and Kafka's own requests need no ACL): a resource
+# with an ACL is then refused to every principal the ACLs do not name, User:ANONYMOUS (the plain
+# connection, an SSL client without a certificate) included.
+SECURED_OPEN = dict(SECURED, **{"super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
+# Kafka's default: nobody but User:admin (over SASL PLAIN) may do anything without an ACL. The
+# "main" connection (setup, topics, ACLs) is then User:admin over SASL_PLAINTEXT, so the plain
+# listener's and an SSL client's User:ANONYMOUS needs ACLs like alice does (runner.open_main).
+SECURED_STRICT = dict(SECURED, **{"super.users": "User:admin"})
+SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "admin": "admin-secret"}
+# SSL client certificates: CN=alice is User:alice (the rule), anything else its whole DN
+SSL_PRINCIPAL_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
 
 
 def sasl_listener_settings(port: int) -> dict:
@@ -112,8 +127,26 @@ def sasl_listener_settings(port: int) -> dict:
                 f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"}
 
 
+def ssl_listener_settings() -> dict:
+    """What a secured scenario's broker adds for its SSL listener (PEM files of certs.py)."""
+    from .certs import material
+    m = material()
+    return {"listener.name.ssl.ssl.keystore.type": "PEM",
+            "listener.name.ssl.ssl.keystore.location": str(m.server),
+            "listener.name.ssl.ssl.truststore.type": "PEM",
+            "listener.name.ssl.ssl.truststore.location": str(m.ca),
+            "listener.name.ssl.ssl.client.auth": "requested",
+            "ssl.principal.mapping.rules": SSL_PRINCIPAL_RULES}
+
+
 def secured(broker: dict) -> bool:
     return broker.get("authorizer.class.name") == SECURED["authorizer.class.name"]
+
+
+def admin_only(broker: dict) -> bool:
+    """SECURED_STRICT: User:admin is the only super user and nothing is allowed without an ACL."""
+    return (secured(broker) and broker.get("super.users") == "User:admin"
+            and broker.get("allow.everyone.if.no.acl.found") == "false")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
-from .dsl import sasl_listener_settings, secured
+from .dsl import SASL_USERS, admin_only, sasl_listener_settings, secured, ssl_listener_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
@@ -108,6 +108,24 @@ class KafkaNode:
                 cfg["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{c.sasl_port}"
                 cfg["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
                 cfg.update(sasl_listener_settings(c.sasl_port))
+                cfg["listeners"] += f",SSL://127.0.0.1:{c.ssl_port}"
+                cfg["listener.security.protocol.map"] += ",SSL:SSL"
+                cfg.update(ssl_listener_settings())
+                if admin_only(c.overrides):
+                    # only User:admin is a super user: the node's own requests (to its controller,
+                    # transaction markers) authenticate as admin, as ../shared/reference/kafka.sh does
+                    plain = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    users = " ".join(f'user_{u}="{p}"' for u, p in SASL_USERS.items())
+                    admin = f'username="admin" password="{SASL_USERS["admin"]}"'
+                    cfg["listener.security.protocol.map"] = cfg["listener.security.protocol.map"].replace(
+                        "CONTROLLER:PLAINTEXT", "CONTROLLER:SASL_PLAINTEXT")
+                    cfg.update({"sasl.mechanism.controller.protocol": "PLAIN",
+                                "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+                                "listener.name.controller.plain.sasl.jaas.config":
+                                    f'{plain} {admin} user_admin="{SASL_USERS["admin"]}";',
+                                "inter.broker.listener.name": "SASL_PLAINTEXT",
+                                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                                "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{plain} {admin} {users};"})
             cfg["advertised.listeners"] = cfg["listeners"]
         else:
             cfg["process.roles"] = "broker"
@@ -181,8 +199,9 @@ class KafkaCluster:
         self.overrides = dict(overrides or {})
         self.features = tuple(features)   # "name=level", passed to kafka-storage.sh format --feature
         self.cluster_id = base64.urlsafe_b64encode(b"minikafka-confrm").decode().rstrip("=")
-        p1, self.controller_port, p2, p3 = _free_ports(4)
+        p1, self.controller_port, p2, p3, p4 = _free_ports(5)
         self.sasl_port = p3 if secured(self.overrides) else None
+        self.ssl_port = p4 if secured(self.overrides) else None
         self.node1 = KafkaNode(self, 1, p1, controller=True)
         self.node2 = KafkaNode(self, 2, p2, controller=False) if with_second_broker else None
 
@@ -193,6 +212,10 @@ class KafkaCluster:
     @property
     def sasl_bootstrap(self) -> str | None:
         return None if self.sasl_port is None else f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap(self) -> str | None:
+        return None if self.ssl_port is None else f"127.0.0.1:{self.ssl_port}"
 
     def start(self) -> None:
         self.node1.format()

@@ -130,6 +130,9 @@ def own_entries(api: str, response, own_names) -> None:
         response["transaction_states"] = [s for s in response.transaction_states if s.transactional_id in own_names]
     elif api == "ListGroups":
         response["groups"] = [g for g in response.groups if g.group_id in own_names]
+    elif api == "DescribeUserScramCredentials" and response.get("results") is not None:
+        # every user (users=None): other scenarios' users are not this scenario's to compare
+        response["results"] = [r for r in response.results if r.user in own_names or r.user == ""]
 
 
 def canonical(api: str, response):
@@ -152,6 +155,13 @@ def canonical(api: str, response):
             g["members"] = sorted(g.get("members") or [], key=lambda m: m["member_id"])
     elif api == "ListGroups":
         response["groups"] = sorted(response.get("groups") or [], key=lambda g: g["group_id"])
+    elif api in ("DescribeUserScramCredentials", "AlterUserScramCredentials"):
+        # Kafka answers in the order of a hash map (every user of a DescribeUserScramCredentials
+        # with users=None; AlterUserScramCredentials' deletions, upsertions and errors)
+        response["results"] = sorted(response.get("results", []), key=lambda r: r["user"])
+        for r in response["results"]:   # a user's mechanisms too (seen in both orders)
+            if "credential_infos" in r:
+                r["credential_infos"] = sorted(r["credential_infos"], key=lambda c: c["mechanism"])
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

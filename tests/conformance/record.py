@@ -26,7 +26,8 @@ if __package__ in (None, ""):
 from . import golden  # noqa: E402
 from .kafka_reference import KafkaCluster, unavailable_reason  # noqa: E402
 from .normalize import differences  # noqa: E402
-from .runner import Run, create_topic, warm_up  # noqa: E402
+from .dsl import admin_only  # noqa: E402
+from .runner import ADMIN_LOGIN, Run, create_topic, warm_up  # noqa: E402
 from .scenarios import all_scenarios  # noqa: E402
 
 
@@ -44,6 +45,10 @@ class KafkaTarget:
     @property
     def sasl_bootstrap(self) -> str | None:
         return self.cluster.sasl_bootstrap
+
+    @property
+    def ssl_bootstrap(self) -> str | None:
+        return self.cluster.ssl_bootstrap
 
     def restart(self, kill: bool) -> None:
         self.cluster.restart(kill)
@@ -64,6 +69,8 @@ def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) 
     try:
         t0 = time.monotonic()
         cluster.start()
+        if admin_only(settings):
+            ADMIN_LOGIN[cluster.bootstrap] = cluster.sasl_bootstrap
         target = KafkaTarget(cluster)
         warm_up(target.bootstrap)
         runs = [Run(s, target, uuid.uuid4().hex[:8]) for s in scenarios]

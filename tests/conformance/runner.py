@@ -19,6 +19,25 @@ from minikafka.protocol.schema import API_NAMES
 from .dsl import Batch, Call, Ref, Repeat, Restart, Scenario, TopicId
 from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
+# Brokers whose plain listener is no super user (dsl.SECURED_STRICT): plain bootstrap -> the
+# SASL_PLAINTEXT bootstrap where setup and the "main" connection log in as User:admin
+ADMIN_LOGIN: dict[str, str] = {}
+
+
+def open_main(bootstrap: str, timeout: float = 10.0, client_id: str = "minikafka-tools") -> WireClient:
+    """The connection for setup and for steps without conn=: plain (User:ANONYMOUS), or
+    User:admin over SASL PLAIN where the plain listener is no super user."""
+    sasl = ADMIN_LOGIN.get(bootstrap)
+    if sasl is None:
+        return WireClient.to(bootstrap, timeout=timeout, client_id=client_id)
+    from minikafka.broker.tools.wire import connect
+    from .dsl import SASL_USERS
+    return connect(sasl, {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                          "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                              f'username="admin" password="{SASL_USERS["admin"]}";'},
+                   timeout=timeout, client_id=client_id)
+
+
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 
@@ -67,7 +86,7 @@ def warm_up(bootstrap: str, timeout: float = 180) -> None:
     """Wait until both coordinators answer for every partition of their internal topics
     (Kafka creates and loads them on the first FindCoordinator; after a restart it
     reloads them). Creates no transactional or group state."""
-    with WireClient.to(bootstrap) as c:
+    with open_main(bootstrap) as c:
         for key_type in (0, 1):
             _poll(lambda: c.request(10, 4, {"key_type": key_type, "coordinator_keys": ["warm-up"]})
                   .coordinators[0].error_code == 0, f"FindCoordinator(key_type={key_type})", timeout)
@@ -104,7 +123,7 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict, brok
     if broker_ids:
         body["topics"][0].update(num_partitions=-1, replication_factor=-1, assignments=[
             {"partition_index": p, "broker_ids": broker_ids} for p in range(partitions)])
-    with WireClient.to(bootstrap) as c:
+    with open_main(bootstrap) as c:
         t = c.request(19, 5, body).topics[0]
         if t.error_code != 0:
             raise ScenarioError(f"CreateTopics {name}: error {t.error_code} {t.error_message}")
@@ -114,7 +133,7 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict, brok
             m = _metadata(c, [name]).topics[0]
             if m.error_code != 0 or len(m.partitions) != partitions or any(p.leader_id < 0 for p in m.partitions):
                 return False
-            with WireClient.to(leader_bootstrap or bootstrap) as leader:
+            with open_main(leader_bootstrap or bootstrap) as leader:
                 lo = leader.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": name, "partitions": [
                     {"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
                     for p in range(partitions)]}]})
@@ -193,7 +212,7 @@ class Run:
                                is_transactional=b.transactional)
 
     def topic_id(self, name: str):
-        with WireClient.to(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
+        with open_main(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
             t = c.request(3, 12, {"topics": [{"name": name}], "allow_auto_topic_creation": False,
                                   "include_topic_authorized_operations": False}).topics[0]
         if t.error_code != 0:
@@ -215,8 +234,22 @@ class Run:
                     "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                                         f'username="{user}" password="{SASL_USERS[user]}";'},
                     timeout=60, client_id="conformance")
-            else:
+            elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
+            elif name == "ssl" or name.startswith("ssl:"):
+                # TLS, without a client certificate ("ssl": User:ANONYMOUS) or with one ("ssl:alice",
+                # subject CN=alice: User:alice); certs.py
+                from minikafka.broker.tools.wire import connect
+                from .certs import material
+                props = {"security.protocol": "SSL", "ssl.truststore.location": str(material().ca)}
+                if name.startswith("ssl:"):
+                    user = name[len("ssl:"):]
+                    if user != "alice":
+                        raise ScenarioError(f"connection {name!r}: certs.py makes a client certificate for alice only")
+                    props["ssl.keystore.location"] = str(material().alice)
+                c = self.conns[name] = connect(self.target.ssl_bootstrap, props, timeout=60, client_id="conformance")
+            else:
+                c = self.conns[name] = open_main(self.target.bootstrap, timeout=60, client_id="conformance")
         return c
 
     def close(self) -> None:

@@ -11,10 +11,10 @@ import pytest
 
 from harness import BrokerProcess, free_port
 
-from . import golden
-from .dsl import sasl_listener_settings, secured
+from . import certs, golden
+from .dsl import admin_only, sasl_listener_settings, secured, ssl_listener_settings
 from .normalize import differences
-from .runner import Run, warm_up
+from .runner import ADMIN_LOGIN, Run, warm_up
 from .scenarios import all_scenarios
 
 SCENARIOS = all_scenarios()
@@ -35,21 +35,32 @@ class MinikafkaTarget:
     def sasl_bootstrap(self) -> str | None:
         return getattr(self.broker, "sasl_bootstrap", None)
 
+    @property
+    def ssl_bootstrap(self) -> str | None:
+        return getattr(self.broker, "ssl_bootstrap", None)
+
     def restart(self, kill: bool) -> None:
         self.broker.restart(kill=kill)
 
 
 def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
     overrides = dict(scenario.broker)
-    port = sasl_port = None
-    if secured(scenario.broker):  # the SASL_PLAINTEXT listener of secured scenarios (dsl.SECURED)
-        port, sasl_port = free_port(), free_port()
-        overrides.update(sasl_listener_settings(sasl_port),
-                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}")
+    port = sasl_port = ssl_port = None
+    if secured(scenario.broker):  # the SASL_PLAINTEXT and SSL listeners of secured scenarios (dsl.SECURED)
+        reason = certs.unavailable_reason()
+        if reason:
+            pytest.skip(f"the SSL listener of secured scenarios: {reason}")
+        port, sasl_port, ssl_port = free_port(), free_port(), free_port()
+        overrides.update(**sasl_listener_settings(sasl_port), **ssl_listener_settings(),
+                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                                   f"SSL://127.0.0.1:{ssl_port}")
     b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
                       env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
                       features=scenario.features)
     b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"
+    b.ssl_bootstrap = None if ssl_port is None else f"127.0.0.1:{ssl_port}"
+    if admin_only(scenario.broker):
+        ADMIN_LOGIN[b.bootstrap] = b.sasl_bootstrap
     b.start()
     warm_up(b.bootstrap, timeout=30)
     return MinikafkaTarget(b)

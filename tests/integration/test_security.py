@@ -48,14 +48,15 @@ def secured_overrides(ports: dict[str, int], certs) -> dict[str, str]:
 
 
 def add_scram_user(bootstrap: str, user: str, password: str, mechanisms=(1, 2), iterations: int = 4096):
-    ups = []
-    for m in mechanisms:
-        salt = secrets.token_bytes(16)
-        ups.append({"name": user, "mechanism": m, "iterations": iterations, "salt": salt,
-                    "salted_password": salted_password({1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}[m], password, salt, iterations)})
+    # one request per mechanism: Kafka refuses a user named twice in one request (DUPLICATE_RESOURCE)
     with RawClient.to(bootstrap) as c:
-        r = c.request(51, 0, {"deletions": [], "upsertions": ups})
-    assert [x.error_code for x in r.results] == [0], r
+        for m in mechanisms:
+            salt = secrets.token_bytes(16)
+            r = c.request(51, 0, {"deletions": [], "upsertions": [
+                {"name": user, "mechanism": m, "iterations": iterations, "salt": salt,
+                 "salted_password": salted_password({1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}[m], password, salt,
+                                                    iterations)}]})
+            assert [x.error_code for x in r.results] == [0], r
 
 
 @pytest.fixture(scope="module")
