@@ -379,12 +379,12 @@ def test_aiokafka_matrix_and_refusal(secured, unique_topic, caplog):
     aiokafka = pytest.importorskip("aiokafka")
     from aiokafka.helpers import create_ssl_context
 
-    def cfg(protocol, mechanism, password=None):
+    def cfg(protocol, mechanism, password=None, user="alice"):
         c = {"bootstrap_servers": secured.address(protocol), "security_protocol": protocol}
         if "SSL" in protocol:
             c["ssl_context"] = create_ssl_context(cafile=str(secured.certs.ca))
         if mechanism:
-            c.update(sasl_mechanism=mechanism, sasl_plain_username="alice",
+            c.update(sasl_mechanism=mechanism, sasl_plain_username=user,
                      sasl_plain_password=password or USERS["alice"])
         return c
 
@@ -404,8 +404,8 @@ def test_aiokafka_matrix_and_refusal(secured, unique_topic, caplog):
             await c.stop()
         return m.value
 
-    async def refused(protocol="SASL_PLAINTEXT", password="bad", ca=True):
-        c = cfg(protocol, "SCRAM-SHA-512", password=password)
+    async def refused(protocol="SASL_PLAINTEXT", password="bad", ca=True, user="alice"):
+        c = cfg(protocol, "SCRAM-SHA-512", password=password, user=user)
         if not ca:
             c["ssl_context"] = create_ssl_context(cafile=str(secured.certs.other_ca))
         p = aiokafka.AIOKafkaProducer(**c)
@@ -421,6 +421,11 @@ def test_aiokafka_matrix_and_refusal(secured, unique_topic, caplog):
         assert asyncio.run(roundtrip(protocol, mechanism)) == b"aio", (protocol, mechanism)
     err = asyncio.run(refused())
     assert err is not None  # aiokafka: KafkaConnectionError, the broker's SaslAuthenticationFailed logged
+    assert ("SaslAuthenticationFailed: Authentication failed during authentication due to invalid credentials "
+            "with SASL mechanism SCRAM-SHA-512") in caplog.text
+    caplog.clear()
+    # an unknown user: the same answer as a wrong password (SCRAM reveals nothing), as Kafka's
+    assert asyncio.run(refused(password="x", user="nobody-here")) is not None
     assert ("SaslAuthenticationFailed: Authentication failed during authentication due to invalid credentials "
             "with SASL mechanism SCRAM-SHA-512") in caplog.text
     caplog.clear()
