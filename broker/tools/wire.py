@@ -101,8 +101,6 @@ def connect(bootstrap: str, properties: dict[str, str] | None = None, timeout: f
 
 def _sasl_login(client: WireClient, mechanism: str, jaas: str) -> None:
     import base64
-    import hashlib
-    import hmac
     import secrets
     from ..security.sasl import SCRAM_HASHES, parse_jaas
     try:
@@ -125,10 +123,22 @@ def _sasl_login(client: WireClient, mechanism: str, jaas: str) -> None:
         return
     if mechanism not in SCRAM_HASHES:
         raise ConnectionError(f"SASL mechanism {mechanism} is not supported by this tool")
-    h = SCRAM_HASHES[mechanism]
     name = user.replace("=", "=3D").replace(",", "=2C")
     first_bare = f"n={name},r={base64.b64encode(secrets.token_bytes(18)).decode()}"
     server_first = step(("n,," + first_bare).encode()).decode()
+    client_final, server_final = scram_client_final(mechanism, password, first_bare, server_first)
+    if step(client_final) != server_final:
+        raise ConnectionError("the broker's SCRAM signature is wrong: not the broker holding these credentials")
+
+
+def scram_client_final(mechanism: str, password: str, first_bare: str, server_first: str) -> tuple[bytes, bytes]:
+    """The client side of RFC 5802 after the server-first message: (client-final message, the
+    server-final message the broker holding these credentials must answer)."""
+    import base64
+    import hashlib
+    import hmac
+    from ..security.sasl import SCRAM_HASHES
+    h = SCRAM_HASHES[mechanism]
     attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
     salted = hashlib.pbkdf2_hmac(h().name, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
     final_bare = f"c=biws,r={attrs['r']}"
@@ -136,10 +146,8 @@ def _sasl_login(client: WireClient, mechanism: str, jaas: str) -> None:
     client_key = hmac.new(salted, b"Client Key", h).digest()
     signature = hmac.new(h(client_key).digest(), auth, h).digest()
     proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
-    final = step(f"{final_bare},p={proof}".encode())
     server_sig = hmac.new(hmac.new(salted, b"Server Key", h).digest(), auth, h).digest()
-    if final != b"v=" + base64.b64encode(server_sig):
-        raise ConnectionError("the broker's SCRAM signature is wrong: not the broker holding these credentials")
+    return f"{final_bare},p={proof}".encode(), b"v=" + base64.b64encode(server_sig)
 
 
 def read_command_config(path: str | None) -> dict[str, str]:

@@ -249,27 +249,17 @@ def test_scram_credentials_api_and_durability(secured):
 def scram_login(c: SockClient, user: str, password: str, mechanism: str) -> int:
     """A client-side RFC 5802 exchange; the error code of the last SaslAuthenticate."""
     import base64
-    import hashlib
-    import hmac
-    h = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}[mechanism]
+    from minikafka.broker.tools.wire import scram_client_final
     assert c.request(17, 1, {"mechanism": mechanism}).error_code == 0
     nonce = base64.b64encode(secrets.token_bytes(12)).decode()
     first_bare = f"n={user},r={nonce}"
     r1 = c.request(36, 2, {"auth_bytes": ("n,," + first_bare).encode()})
     if r1.error_code:
         return r1.error_code
-    server_first = r1.auth_bytes.decode()
-    attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
-    salted = hashlib.pbkdf2_hmac(h().name, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
-    final_bare = f"c=biws,r={attrs['r']}"
-    auth = f"{first_bare},{server_first},{final_bare}".encode()
-    client_key = hmac.new(salted, b"Client Key", h).digest()
-    sig = hmac.new(h(client_key).digest(), auth, h).digest()
-    proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, sig))).decode()
-    r2 = c.request(36, 2, {"auth_bytes": f"{final_bare},p={proof}".encode()})
+    client_final, server_final = scram_client_final(mechanism, password, first_bare, r1.auth_bytes.decode())
+    r2 = c.request(36, 2, {"auth_bytes": client_final})
     if r2.error_code == 0:
-        server_sig = hmac.new(hmac.new(salted, b"Server Key", h).digest(), auth, h).digest()
-        assert r2.auth_bytes == b"v=" + base64.b64encode(server_sig)
+        assert r2.auth_bytes == server_final
     return r2.error_code
 
 
