@@ -515,33 +515,15 @@ def _read_partition(c: "WireClient", topic: str, partition: int, isolation: int)
     out: list[Record] = []
     resp = first
     while offset < end:
-        data = resp.records or b""
-        # Kafka's consumer (CompletedFetch): a transactional batch is skipped if its producer
-        # has an aborted transaction starting at or before it, until that producer's ABORT marker
-        aborted = sorted((a.first_offset, a.producer_id) for a in (resp.aborted_transactions or []))
-        aborting: set[int] = set()
         progressed = False
-        for pos, h in rec.iter_batch_headers(data):
-            if h.last_offset < offset:
-                continue
+        aborted = [(a.first_offset, a.producer_id) for a in (resp.aborted_transactions or [])]
+        for h, records, delivered in rec.consumer_view(resp.records or b"", aborted, offset, isolation == 1):
             progressed = True
             fetch_offset, offset = offset, h.last_offset + 1
-            if isolation == 1 and h.has_producer_id:
-                while aborted and aborted[0][0] <= h.last_offset:
-                    aborting.add(aborted.pop(0)[1])
-                if h.is_control:
-                    _, records = rec.decode_batch(data, pos)
-                    if rec.parse_control_record(records[0])[0] == rec.ControlRecordType.ABORT:
-                        aborting.discard(h.producer_id)
-                    continue
-                if h.is_transactional and h.producer_id in aborting:
-                    continue
-            if h.is_control:
-                continue
-            _, records = rec.decode_batch(data, pos)
-            out += [Record(partition, r.offset, r.key, r.value,
-                           [(k, None if v is None else bytes(v)) for k, v in r.headers])
-                    for r in records if fetch_offset <= r.offset < end]
+            if delivered:
+                out += [Record(partition, r.offset, r.key, r.value,
+                               [(k, None if v is None else bytes(v)) for k, v in r.headers])
+                        for r in records if fetch_offset <= r.offset < end]
         if not progressed or offset >= end:
             break
         resp = _fetch(c, topic, partition, offset, isolation)

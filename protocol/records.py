@@ -738,3 +738,29 @@ def decode_batch(buf, pos: int = 0, *, verify_crc: bool = False) -> tuple[BatchH
 def decode_batches(buf, *, verify_crc: bool = False) -> list[tuple[BatchHeader, list[Record]]]:
     """Decode all complete batches in ``buf`` (a trailing partial batch is ignored)."""
     return [decode_batch(buf, p, verify_crc=verify_crc) for p, _ in iter_batch_headers(buf)]
+
+
+def consumer_view(buf, aborted_transactions, offset: int, read_committed: bool
+                  ) -> Iterator[tuple[BatchHeader, list[Record], bool]]:
+    """Kafka's consumer filtering (CompletedFetch) of one Fetch answer's records: every complete
+    batch ending at or past ``offset``, decoded, with whether a consumer delivers its records.
+    Control batches are never delivered; under read_committed neither is a transactional batch
+    whose producer has an aborted transaction (``aborted_transactions``: (first offset,
+    producer id) pairs of the answer) starting at or before it, until that producer's ABORT
+    marker."""
+    aborted = sorted(aborted_transactions)
+    aborting: set[int] = set()
+    for pos, h in iter_batch_headers(buf):
+        if h.last_offset < offset:
+            continue
+        _, records = decode_batch(buf, pos)
+        delivered = not h.is_control
+        if read_committed and h.has_producer_id:
+            while aborted and aborted[0][0] <= h.last_offset:
+                aborting.add(aborted.pop(0)[1])
+            if h.is_control:
+                if parse_control_record(records[0])[0] == ControlRecordType.ABORT:
+                    aborting.discard(h.producer_id)
+            elif h.is_transactional and h.producer_id in aborting:
+                delivered = False
+        yield h, records, delivered

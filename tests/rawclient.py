@@ -115,26 +115,13 @@ class RawClient(WireClient):
             return out
         resp, offset = first, (0 if start is None else start)
         while True:
-            data = resp.records or b""
-            aborted = sorted((a.first_offset, a.producer_id) for a in (resp.aborted_transactions or []))
-            aborting: set[int] = set()
             progressed = False
-            for pos, h in rec.iter_batch_headers(data):
-                if h.last_offset < offset:
-                    continue
+            aborted = [(a.first_offset, a.producer_id) for a in (resp.aborted_transactions or [])]
+            for h, records, delivered in rec.consumer_view(resp.records or b"", aborted, offset, isolation == 1):
                 progressed = True
                 fetch_offset, offset = offset, h.last_offset + 1
-                _, records = rec.decode_batch(data, pos)
                 out.batches.append((h, records))
-                if isolation == 1 and h.has_producer_id:
-                    while aborted and aborted[0][0] <= h.last_offset:
-                        aborting.add(aborted.pop(0)[1])
-                    if h.is_control and rec.parse_control_record(records[0])[0] == rec.ControlRecordType.ABORT:
-                        aborting.discard(h.producer_id)
-                        continue
-                    if h.is_transactional and h.producer_id in aborting:
-                        continue
-                if not h.is_control:  # records before the fetch offset (the log start) are skipped
+                if delivered:  # records before the fetch offset (the log start) are skipped
                     out.records.extend((r.offset, r.value, h) for r in records if r.offset >= fetch_offset)
             if not progressed:
                 return out

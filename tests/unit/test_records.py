@@ -218,3 +218,30 @@ def test_decompress_garbage_is_corrupt():
     with pytest.raises(KafkaError) as e:
         rec.decompress(Compression.GZIP, b"not gzip")
     assert e.value.code == ErrorCode.CORRUPT_MESSAGE
+
+
+def test_consumer_view_filters_aborted_transactions_as_kafkas_consumer():
+    # pid 7: an aborted transaction at 0-1, its ABORT marker at 2, then a committed one at 3-4;
+    # pid 8 interleaved at 1 (never aborted); a plain batch at 6
+    def txn(pid, offset, value):
+        return rec.build_batch([Record(offset, 0, None, value, ())], base_offset=offset, producer_id=pid,
+                               producer_epoch=0, base_sequence=offset, is_transactional=True)
+    log = b"".join([txn(7, 0, b"a0"), txn(8, 1, b"b1"),
+                    rec.build_control_batch(7, 0, commit=False, coordinator_epoch=0, timestamp_ms=0, base_offset=2),
+                    txn(7, 3, b"c3"), rec.build_control_batch(7, 0, commit=True, coordinator_epoch=0,
+                                                              timestamp_ms=0, base_offset=4),
+                    rec.build_batch([Record(5, 0, None, b"p5", ())], base_offset=5)])
+    aborted = [(0, 7)]
+
+    def delivered(read_committed, offset=0, aborted_list=aborted):
+        return [(h.base_offset, ok) for h, _, ok in rec.consumer_view(log, aborted_list, offset, read_committed)]
+
+    assert delivered(True) == [(0, False), (1, True), (2, False), (3, True), (4, False), (5, True)]
+    # read_uncommitted: every data batch, never a marker
+    assert delivered(False) == [(0, True), (1, True), (2, False), (3, True), (4, False), (5, True)]
+    # from an offset: earlier batches are not yielded (a broker's answer from 3 lists no aborted
+    # transaction, that one ended at 2; were it listed, pid 7's batch at 3 would be dropped)
+    assert delivered(True, offset=3, aborted_list=[]) == [(3, True), (4, False), (5, True)]
+    assert delivered(True, offset=3) == [(3, False), (4, False), (5, True)]
+    # the answer's aborted list is what marks an aborted transaction, not the marker alone
+    assert delivered(True, aborted_list=[]) == [(0, True), (1, True), (2, False), (3, True), (4, False), (5, True)]
