@@ -5,7 +5,7 @@
     python bench/throughput.py --reference-bootstrap 127.0.0.1:19092  # and Kafka, with ratios
     make bench ARGS='--reference-bootstrap 127.0.0.1:19092'
 
-Starts minikafka (fresh data dir, free port, default config: durable commits) and drives it and
+Starts minikafka (fresh data dir, free port, default config) and drives it and
 the reference with librdkafka (confluent-kafka), 1 KB records. Each broker is warmed up first
 (a short pass of every workload: the JVM's JIT, minikafka's caches). Every row then runs against
 both brokers back to back, alternating which goes first, --runs times (--quick-runs for the

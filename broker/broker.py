@@ -553,8 +553,8 @@ class BrokerTxnIO:
     def allocate_producer_id(self) -> int:
         return self.broker.producer_ids.next_id()
 
-    def append_state(self, partition: int, key: bytes, value: bytes | None) -> None:
-        self._append_state(partition, rec.build_batch([rec.Record(0, now_ms(), key, value, [])]))
+    def append_state(self, partition: int, key: bytes, value: bytes | None) -> bool:
+        return self._append_state(partition, rec.build_batch([rec.Record(0, now_ms(), key, value, [])]))
 
     def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
         """Several records, each its own batch as Kafka writes them; one append per partition."""
@@ -565,13 +565,14 @@ class BrokerTxnIO:
         for partition, batches in by_partition.items():
             self._append_state(partition, b"".join(batches))
 
-    def _append_state(self, partition: int, batches: bytes) -> None:
+    def _append_state(self, partition: int, batches: bytes) -> bool:
+        """-> whether the append reached the partition's flush.messages."""
         lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         if lg is None:
             self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
             lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
         try:
-            lg.append(batches, origin="coordinator")
+            return lg.append(batches, origin="coordinator").flush_needed
         except OSError as e:
             self.broker.log_dir_failed(e)
         except KafkaError as e:

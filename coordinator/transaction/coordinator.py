@@ -73,7 +73,8 @@ TWO_PC_TIMEOUT_MS = 2**31 - 1
 class TxnIO(Protocol):
     def now_ms(self) -> int: ...
     def allocate_producer_id(self) -> int: ...
-    def append_state(self, partition: int, key: bytes, value: bytes | None) -> None: ...
+    # -> whether the append reached the partition's flush.messages (an fsync is due)
+    def append_state(self, partition: int, key: bytes, value: bytes | None) -> bool: ...
     def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None: ...
     async def flush_state(self, partition: int) -> None: ...
     def write_markers(self, markers: list[tuple[str, int, int, int, bool, int]]) -> list[int]: ...
@@ -154,9 +155,11 @@ class TransactionCoordinator:
         fields["prev_producer_id"] = md.producer_id
         return candidate
 
-    def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> None:
+    def _append(self, md: TransactionMetadata, candidate: TransactionMetadata) -> bool:
+        """-> whether the record reached its partition's flush.messages (an fsync is due)."""
         partition, key = self._state_key(md.transactional_id)
-        self.io.append_state(partition, key, encode_value(candidate, value_version(self.io.transaction_version())))
+        return self.io.append_state(partition, key,
+                                    encode_value(candidate, value_version(self.io.transaction_version())))
 
     @staticmethod
     def _apply(md: TransactionMetadata, candidate: TransactionMetadata) -> None:
@@ -171,16 +174,21 @@ class TransactionCoordinator:
         self._apply(md, candidate)
 
     async def _end(self, md: TransactionMetadata, commit: bool, **changes) -> None:
-        """-> Prepare*, the commit point: appended, fsynced (so not even a power cut undoes a
-        decision a client was told about), applied; the markers follow. ``changes``: what
-        transactions V2 changes besides the state (the bumped epoch, ...)."""
+        """-> Prepare*, the commit point: appended, applied; the markers follow. As in Kafka,
+        the record is not fsynced unless `__transaction_state`'s flush settings ask for it
+        (a kill -9 keeps it, as every acknowledged write). When the append reaches the
+        partition's `flush.messages` (1 with `log.flush.interval.messages=1`), it is made
+        durable before it takes effect (group commit): before EndTxn is answered and before
+        any marker is written, so not even a power cut undoes a decision a client was told
+        about. ``changes``: what transactions V2 changes besides the state (the bumped
+        epoch, ...)."""
         self.io.fault("txn.before_prepare")
         target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
         candidate = self._candidate(md, {"state": target, **changes})
         md.pending_state = target
         try:
-            self._append(md, candidate)
-            await self.io.flush_state(self.state_partition(md.transactional_id))
+            if self._append(md, candidate):
+                await self.io.flush_state(self.state_partition(md.transactional_id))
         except BaseException:
             md.pending_state = None
             raise

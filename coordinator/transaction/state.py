@@ -79,8 +79,8 @@ class TransactionMetadata:
     # (AddPartitionsToTxn v4+ and EndTxn v5: 2; older versions: 0; server-initiated aborts:
     # the finalized transaction.version)
     client_txn_version: int = TV_0
-    # A transition in flight (the commit point's fsync, or Complete* while markers are being
-    # written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
+    # A transition in flight (the commit point's fsync when the flush settings ask for one, or
+    # Complete* while markers are being written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
 
     def sorted_partitions(self) -> list[tuple[str, int]]:

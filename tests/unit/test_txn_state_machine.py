@@ -11,9 +11,10 @@ from minikafka.protocol.errors import ErrorCode as E
 
 
 class MemoryIO:
-    def __init__(self, transaction_version: int = 1):
+    def __init__(self, transaction_version: int = 1, flush_messages: int | None = None):
         self.tv = transaction_version  # the finalized transaction.version
         self.records: list[tuple[bytes, bytes | None]] = []
+        self.flush_messages = flush_messages  # __transaction_state's flush.messages (None: never)
         self.flushed = 0
         self.next_pid = 100
         self.marker_answer: dict[tuple[str, int], int] = {}
@@ -26,14 +27,15 @@ class MemoryIO:
         self.next_pid += 1
         return self.next_pid
 
-    def append_state(self, partition, key, value) -> None:
+    def append_state(self, partition, key, value) -> bool:
         self.records.append((key, value))
+        return self.flush_messages is not None and len(self.records) - self.flushed >= self.flush_messages
 
     def append_states(self, records) -> None:
         self.records.extend((key, value) for _, key, value in records)
 
     async def flush_state(self, partition) -> None:
-        self.flushed += 1
+        self.flushed = len(self.records)
 
     def write_markers(self, markers) -> list[int]:
         codes = []
@@ -112,7 +114,7 @@ def test_marker_answers():
     c.add_partitions("t", pid, epoch, [("a", 0), ("b", 0), ("c", 0)])
     io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER), ("b", 0): int(E.UNSUPPORTED_FOR_MESSAGE_FORMAT)}
     trio.run(c.end_txn, "t", pid, epoch, True)
-    assert io.flushed == 1  # the commit point
+    assert io.flushed == 0  # as in Kafka, no fsync unless the flush settings ask for one
     md = c.txns["t"]
     # retriable: stays PrepareCommit, the partitions still waiting are the only ones left
     assert c.write_markers() == MARKER_RETRY_FIRST_S
@@ -184,3 +186,23 @@ def test_state_record_value_is_what_the_schema_encodes():
                    (md.state, set() if md.state == TxnState.EMPTY else md.partitions, md.producer_id)
             if version == 1:
                 assert (back.client_txn_version, back.next_producer_id) == (md.client_txn_version, md.next_producer_id)
+
+
+def test_commit_point_made_durable_when_the_flush_settings_ask():
+    """With flush.messages=1 on `__transaction_state`, Prepare* is fsynced before it takes
+    effect: the flush has happened by the time EndTxn returns, and covers the Prepare record."""
+    io = MemoryIO(flush_messages=1)
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    seen = []
+    flush = io.flush_state
+
+    async def flush_state(partition):
+        seen.append(c.txns["t"].state)  # not yet applied while its fsync runs
+        await flush(partition)
+    io.flush_state = flush_state
+    trio.run(c.end_txn, "t", pid, epoch, True)
+    assert seen == [TxnState.ONGOING]
+    assert decode_value("t", io.records[-1][1]).state == TxnState.PREPARE_COMMIT and io.flushed == len(io.records)
+    assert c.txns["t"].state == TxnState.PREPARE_COMMIT
