@@ -99,6 +99,7 @@ class Broker:
             log.warning("dynamic broker configs not applied: %s", e)
         self.config = config
         self.metrics = Metrics()
+        self.connections: set = set()  # the server's open client connections (idle expiry)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}

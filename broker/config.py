@@ -122,6 +122,7 @@ DEFS: dict[str, tuple] = {
     "log.cleaner.dedupe.buffer.size": (_int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
     "message.max.bytes": (_int, 1048588, _at_least(0), "Largest record batch accepted"),
     "socket.request.max.bytes": (_int, 104857600, _at_least(1), "Largest request frame accepted"),
+    "connections.max.idle.ms": (_int, 600000, None, "Close a connection that has sent nothing and awaits no answer for this long; negative: never"),
     "fetch.max.bytes": (_int, 57671680, _at_least(1024), "Most bytes a Fetch answers, whatever its max_bytes asks (the first batch still comes whole)"),
     "max.incremental.fetch.session.cache.slots": (_int, 1000, _at_least(0), "Incremental fetch sessions (KIP-227) kept at once, over 8 shards of slots/8 each; 0 (or below 8) disables them"),
     "compression.type": (str, "producer", None, "Topic compression (producer keeps what the producer sent)"),

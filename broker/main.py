@@ -11,7 +11,7 @@ import sys
 import trio
 
 from .broker import Broker
-from .server import serve_listener
+from .server import close_idle_connections, serve_listener
 
 log = logging.getLogger("minikafka")
 
@@ -89,6 +89,7 @@ async def _serve(broker, config, nursery) -> None:
             await nursery.start(serve_listener, broker, sock, listener)
         broker.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
     await broker.start_background(nursery)
+    nursery.start_soon(close_idle_connections, broker)
     if config["metrics.listener"]:
         from .metrics import serve_metrics
         await nursery.start(serve_metrics, broker)

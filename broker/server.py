@@ -83,6 +83,11 @@ class Connection:
         # client certificate, the certificate's subject DN on SSL, the SASL user on SASL_*
         self.principal = ANONYMOUS
         self.host = peer.rpartition(":")[0] or peer  # the client address ACLs name
+        # idle expiry (connections.max.idle.ms): the connection's scope, cancelled when it has
+        # been idle too long; idle means no request being handled and none for that long
+        self.scope = trio.CancelScope()
+        self.last_active = trio.current_time()
+        self.in_request = False
 
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
@@ -110,24 +115,12 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
         peer = "?"
     conn = Connection(broker, stream, listener.name, peer)
     broker.metrics.connections += 1
+    broker.connections.add(conn)
     try:
-        if listener.tls:
-            tls = await tls_handshake(stream, listener, conn)
-            if tls is None:
-                return
-            stream = conn.stream = tls
-        reader = FrameReader(stream, broker.config["socket.request.max.bytes"])
-        # the same reader serves the connection after authentication: bytes a client sent right
-        # behind its last authentication frame are already in its buffer
-        if listener.sasl and not await sasl_authenticate(conn, listener, reader):
-            return
-        while True:
-            frame = await reader.read_frame()
-            if frame is None:
-                return
-            out = await dispatch(conn, frame)
-            if out is not None:
-                await send_response(stream, out)
+        with conn.scope:
+            await _serve_connection(conn, stream, listener)
+        if conn.scope.cancelled_caught:
+            log.debug("closing idle connection from %s (connections.max.idle.ms)", peer)
     except (ProtocolViolation, CloseConnection) as e:
         log.info("closing connection from %s: %s", peer, e)
     except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
@@ -141,8 +134,49 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
         broker.metrics.connections -= 1
+        broker.connections.discard(conn)
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(conn.stream)
+
+
+async def _serve_connection(conn: Connection, stream, listener) -> None:
+    """Handshakes, authentication, then request after request until the client leaves."""
+    if listener.tls:
+        tls = await tls_handshake(stream, listener, conn)
+        if tls is None:
+            return
+        stream = conn.stream = tls
+    reader = FrameReader(stream, conn.broker.config["socket.request.max.bytes"])
+    # the same reader serves the connection after authentication: bytes a client sent right
+    # behind its last authentication frame are already in its buffer
+    if listener.sasl and not await sasl_authenticate(conn, listener, reader):
+        return
+    while True:
+        frame = await reader.read_frame()
+        if frame is None or conn.scope.cancel_called:
+            return  # (expired while the frame came in: no handler is ever cancelled midway)
+        conn.in_request = True
+        out = await dispatch(conn, frame)
+        if out is not None:
+            await send_response(stream, out)
+        conn.in_request = False
+        conn.last_active = trio.current_time()
+
+
+async def close_idle_connections(broker: Broker) -> None:
+    """Kafka's idle expiry (connections.max.idle.ms; negative: off): a connection that has
+    had no request for that long, and is not handling one, is closed. Checked a few times
+    per idle period (at most every second), so a connection goes at most a quarter of the
+    period (or a second) late."""
+    idle_s = broker.config["connections.max.idle.ms"] / 1000
+    if idle_s < 0:
+        return
+    while True:
+        await trio.sleep(max(0.01, min(idle_s / 4, 1.0)))
+        limit = trio.current_time() - idle_s
+        for conn in list(broker.connections):
+            if not conn.in_request and conn.last_active <= limit:
+                conn.scope.cancel()
 
 
 def failed_authentication(conn: Connection, reason: str) -> None:
