@@ -122,3 +122,27 @@ def test_describe_configs_reports_the_flush_keys(broker, unique_topic):
                        "log.flush.scheduler.interval.ms": ("9223372036854775807", 5),
                        "log.flush.offset.checkpoint.interval.ms": ("60000", 3),
                        "log.flush.start.offset.checkpoint.interval.ms": ("60000", 3)}
+
+
+def test_transaction_state_follows_the_flush_settings(broker_factory, unique_topic):
+    """As in Kafka, a transaction's records (__transaction_state's included) are not fsynced
+    by default; with log.flush.interval.messages=1 the commit point is (before EndTxn's answer:
+    tests/unit/test_txn_state_machine.py), as every other append."""
+    for every_message, expect_fsyncs in ((None, False), (1, True)):
+        port = free_port()
+        overrides = {"metrics.listener": f"127.0.0.1:{port}"}
+        if every_message:
+            overrides["log.flush.interval.messages"] = every_message
+        b = broker_factory(overrides=overrides)
+        topic = unique_topic("txnflush")
+        with RawClient.to(b.bootstrap) as c:
+            assert c.create_topic(topic, 1) == 0
+            r = c.init_producer_id("flush-tx")
+            pid, epoch = r.producer_id, r.producer_epoch
+            base = flushes(port)
+            assert c.add_partitions_to_txn("flush-tx", pid, epoch, topic, [0]) == {0: 0}
+            assert c.produce(topic, 0, make_batch([b"v"], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                                                  transactional=True), transactional_id="flush-tx").error_code == 0
+            assert c.end_txn("flush-tx", pid, epoch, True) == 0
+            assert (flushes(port) > base) == expect_fsyncs, f"log.flush.interval.messages={every_message}"
+        b.close()
