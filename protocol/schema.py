@@ -484,8 +484,11 @@ def response_header_version(api_key: int, version: int) -> int:
     return 1 if is_flexible(api_key, version) else 0
 
 
-def parse(con: Construct, data: bytes):
+def parse(con: Construct, data: bytes, start: int = 0):
+    """Parse ``data[start:]`` (without copying it) -> (object, end position in ``data``)."""
     stream = io.BytesIO(data)
+    if start:
+        stream.seek(start)
     try:
         obj = con._parse(stream, None, "")
     except (StreamError, struct.error) as e:
@@ -597,7 +600,7 @@ def decode_request_header(frame: bytes) -> RequestHeader:
 def decode_request(frame: bytes):
     """frame (without the size prefix) -> (RequestHeader, Msg body)."""
     header = decode_request_header(frame)
-    body, used = parse(message(header.api_key, "request", header.api_version), frame[header.size:])
+    body, _ = parse(message(header.api_key, "request", header.api_version), frame, header.size)
     return header, body
 
 
