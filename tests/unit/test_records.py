@@ -245,3 +245,12 @@ def test_consumer_view_filters_aborted_transactions_as_kafkas_consumer():
     assert delivered(True, offset=3) == [(3, False), (4, False), (5, True)]
     # the answer's aborted list is what marks an aborted transaction, not the marker alone
     assert delivered(True, aborted_list=[]) == [(0, True), (1, True), (2, False), (3, True), (4, False), (5, True)]
+
+
+def test_crc32c_is_the_castagnoli_crc_of_the_crc32c_package():
+    import os
+
+    import crc32c as package
+    assert rec.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    data = os.urandom(10_000)
+    assert rec.crc32c(data) == package.crc32c(data) and rec.crc32c(memoryview(data)[7:]) == package.crc32c(data[7:])
