@@ -43,8 +43,18 @@ def main(argv: list[str]) -> int:
     consumer = Consumer(conf)
     producer = None
     if eos:
+        # metadata.recovery.strategy=none works around a librdkafka bug (open upstream as
+        # confluentinc/librdkafka#5511 and #5456, seen in 2.16): when the broker is killed, every
+        # known broker is down and librdkafka re-bootstraps, decommissioning its broker handles,
+        # but its coordinator cache keeps the old handle of the group coordinator. A
+        # TxnOffsetCommit whose coordinator request starts after the last broker state change
+        # then waits on that dead handle for ever (coordinator requests have no timeout), so
+        # send_offsets_to_transaction(..., 30) never returns, this loop stops polling and the
+        # consumer never completes the revocation or assignment the coordinator sent it. The
+        # request is never sent, so no broker answer can help (Apache Kafka's neither); without
+        # re-bootstrap (librdkafka >= 2.10, as the KIP-848 tests need) the old handles reconnect.
         producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": eos[1],
-                             "transaction.timeout.ms": 10000})
+                             "transaction.timeout.ms": 10000, "metadata.recovery.strategy": "none"})
         producer.init_transactions(30)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

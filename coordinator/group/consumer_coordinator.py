@@ -266,17 +266,15 @@ class ConsumerGroupMixin:
             g.state = GroupState.EMPTY
         if is_new:
             log.info("group %s: member %s joins (epoch %d)", group_id, member_id, new.group_epoch)
+        # Kafka sends the assignment only to a full request (a join, or a client that lost an
+        # answer: it sends every field again) or when the assignment changed; a plain heartbeat
+        # back with the previous epoch gets none, even if it owns less than its assignment
         full = member_epoch == 0 or (rebalance_timeout_ms != -1 and (names is not None or regex is not None)
                                      and owned_raw is not None)
         resp = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": updated.member_epoch, "heartbeat_interval_ms": self.heartbeat_interval_of(group_id),
                 "assignment": None}
-        # a member back with its previous epoch lost the answer that moved it on: if what it owns
-        # is not its assignment, that answer's assignment is sent again (else it would never learn
-        # of the partitions it gained, e.g. across a broker restart)
-        lost_answer = 0 < member_epoch < member.member_epoch and owned is not None \
-            and not assignment_eq(owned, updated.assigned)
-        if full or is_new or lost_answer or not assignment_eq(member.assigned, updated.assigned):
+        if full or is_new or not assignment_eq(member.assigned, updated.assigned):
             resp["assignment"] = {"topic_partitions": topic_partitions_field(updated.assigned)}
         return resp
 

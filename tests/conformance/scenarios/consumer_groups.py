@@ -169,6 +169,16 @@ SCENARIOS = [
         beat("{m1}", 1, owned=[("a", [0, 1])]),
         beat("{m1}", 1, owned=[("a", [0, 1, 2])]),
     ]),
+    Scenario("cg/fence/previous_epoch_after_lost_answer", "The answer that moved a member to a new epoch "
+             "with more partitions is lost: back with its previous epoch and a subset, a plain heartbeat is "
+             "accepted at the new epoch without the assignment; a full heartbeat gets it.", topics=T4,
+             steps=two_members_settled() + [
+        beat("{m2}", -1),
+        beat("{m1}", 2, owned=[("a", [0, 1])]),
+        beat("{m1}", 2, owned=[("a", [0, 1])]),
+        hb("{m1}", 2, owned=[("a", [0, 1])]),
+        describe(),
+    ]),
     Scenario("cg/fence/unknown_member", "A heartbeat from a member the group does not know: UNKNOWN_MEMBER_ID.",
              topics=T4, steps=[hb(save="a"), beat("{m2}", 1)]),
     Scenario("cg/fence/unknown_group", "A heartbeat (not a join) to a group that does not exist.",
