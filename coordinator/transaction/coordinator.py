@@ -104,6 +104,7 @@ class TransactionCoordinator:
         self.txns: dict[str, TransactionMetadata] = {}
         # Prepare* transactions whose markers are still to be written, in order of decision
         self._completing: dict[str, TransactionMetadata] = {}
+        self._untried: set[str] = set()  # of those, decided since the last marker round
         self._retry_delay_s = MARKER_RETRY_FIRST_S
         self._warned: set[str] = set()  # transactional ids whose marker failure was logged
         # transactional id -> (its __transaction_state partition, its record key): computed once
@@ -199,7 +200,17 @@ class TransactionCoordinator:
     def _await_markers(self, md: TransactionMetadata) -> None:
         md.pending_state = COMPLETE_OF[md.state]  # Kafka's prepareComplete: pending while markers are written
         self._completing[md.transactional_id] = md
+        self._untried.add(md.transactional_id)
         self.io.markers_due()
+
+    def _settle(self, md: TransactionMetadata) -> None:
+        """A request for a transactional id whose markers were decided but not yet tried (the
+        marker writer has not had its turn since the EndTxn): the round is run now, so the
+        producer's next transaction is not told CONCURRENT_TRANSACTIONS only because the
+        event loop served its request before the writer. While any marker waits for a retry,
+        the writer's backoff stands, and the request gets CONCURRENT_TRANSACTIONS as in Kafka."""
+        if md.transactional_id in self._untried and self._untried.issuperset(self._completing):
+            self.write_markers()
 
     # ------------------------------------------------------ InitProducerId
     async def init_producer_id(self, transactional_id: str, txn_timeout_ms: int,
@@ -229,6 +240,7 @@ class TransactionCoordinator:
             md = TransactionMetadata(transactional_id, self.io.allocate_producer_id(), txn_timeout_ms=txn_timeout_ms,
                                      txn_last_update_ms=self.io.now_ms())
             self.txns[transactional_id] = md
+        self._settle(md)
         if md.pending_state is not None:  # also every Prepare*: its Complete* is pending
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if expected and not (md.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == md.producer_id
@@ -277,6 +289,7 @@ class TransactionCoordinator:
         # Kafka 4.x checks a pending transition (a transition in flight, or markers still being
         # written: Complete* pending) before the producer id and epoch, so even a fenced or
         # unknown producer is told to retry until the transaction settles
+        self._settle(md)
         if md.pending_state is not None:
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.producer_id != pid:
@@ -333,6 +346,7 @@ class TransactionCoordinator:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
+        self._settle(md)
         if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
@@ -366,6 +380,7 @@ class TransactionCoordinator:
             valid_epoch = retry_on_epoch_bump or retry_on_overflow or epoch == md.producer_epoch
         is_retry = retry_on_epoch_bump or retry_on_overflow
         # Kafka 4.1 checks a transition in flight (markers being written included) first here
+        self._settle(md)
         if md.pending_state is not None:
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.producer_id != pid and not retry_on_overflow:
@@ -446,6 +461,7 @@ class TransactionCoordinator:
         marker of each transaction, then the second, ...; a wave's markers bound for one
         partition are one append there, and the Complete* records of one state partition
         are one append too."""
+        self._untried.clear()
         todo = []  # (transaction, its partitions waiting for a marker)
         for md in self._completing.values():
             parts = []

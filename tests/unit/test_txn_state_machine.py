@@ -206,3 +206,42 @@ def test_commit_point_made_durable_when_the_flush_settings_ask():
     assert seen == [TxnState.ONGOING]
     assert decode_value("t", io.records[-1][1]).state == TxnState.PREPARE_COMMIT and io.flushed == len(io.records)
     assert c.txns["t"].state == TxnState.PREPARE_COMMIT
+
+
+def test_next_transaction_does_not_wait_for_the_marker_writer():
+    """The producer's next AddPartitionsToTxn, served before the marker writer's turn, runs the
+    marker round itself instead of being told CONCURRENT_TRANSACTIONS."""
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    trio.run(c.end_txn, "t", pid, epoch, True)
+    assert io.markers == []  # the writer has not run
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    assert io.markers == [("a", 0, pid, epoch, True)]
+    assert c.txns["t"].state == TxnState.ONGOING
+
+
+def test_failing_markers_keep_their_backoff():
+    """A marker that failed waits for the writer's retry: requests meanwhile get
+    CONCURRENT_TRANSACTIONS (as in Kafka) and do not retry the marker themselves."""
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    pid, epoch = trio.run(c.init_producer_id, "t", 60000)
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER)}
+    tried = []
+    write = io.write_markers
+    io.write_markers = lambda markers: (tried.append(len(markers)), write(markers))[1]
+    trio.run(c.end_txn, "t", pid, epoch, True)
+    for _ in range(3):
+        try:
+            c.add_partitions("t", pid, epoch, [("a", 0)])
+            raise AssertionError("added while the COMMIT marker is not written")
+        except TxnError as e:
+            assert e.code == E.CONCURRENT_TRANSACTIONS
+    assert tried == [1]  # the first request's round; then the writer's backoff stands
+    io.marker_answer = {}
+    assert c.write_markers() is None  # the writer's retry
+    c.add_partitions("t", pid, epoch, [("a", 0)])
+    assert c.txns["t"].state == TxnState.ONGOING
