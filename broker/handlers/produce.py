@@ -69,12 +69,14 @@ async def handle(conn, header, req):
     responses = []
     # transactional records need a transactional id the principal may WRITE (Kafka's
     # handleProduceRequest): else the whole request is refused
-    refused = _has_transactional_records(req) and (
+    transactional = _has_transactional_records(req)
+    refused = transactional and (
         req.transactional_id is None or not conn.authorize(WRITE, TRANSACTIONAL_ID, req.transactional_id))
     # transactional batches of more than one producer (id and epoch) in one request: Kafka's
     # handleProduceAppend throws InvalidPidMappingException before appending anything, and
-    # every partition of the request gets it (ProduceRequest.getErrorResponse)
-    mixed = not refused and len(_transactional_producers(broker, req, by_id)) > 1
+    # every partition of the request gets it (ProduceRequest.getErrorResponse). (Without a
+    # transactional first batch there is no transactional producer: the scan is skipped.)
+    mixed = transactional and not refused and len(_transactional_producers(broker, req, by_id)) > 1
     for t in req.topic_data:
         name, topic_err = resolve_topic(broker, t.name, t.topic_id, by_id)
         parts = []
