@@ -21,6 +21,7 @@ payload ``{"version":"1","data":...}``); ``--offsets-decoder`` reproduces Kafka 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import struct
@@ -95,10 +96,19 @@ def message_json(fields: list, body, version: int) -> dict:
                 continue
         else:
             continue
-        if value is not None and f["t"] == "[]struct":
+        t = f["t"]
+        if value is None:
+            pass
+        elif t == "[]struct":
             value = [message_json(f["f"], item, version) for item in value]
-        elif value is not None and f["t"].startswith("[]"):
+        elif t == "struct":
+            value = message_json(f["f"], value, version)
+        elif t.startswith("[]"):
             value = list(value)
+        elif t == "bytes":
+            value = base64.b64encode(bytes(value)).decode()  # Jackson's binary node
+        elif t == "uuid":
+            value = base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")  # Kafka's Uuid.toString
         out[_camel(f["n"])] = value
     return out
 
@@ -137,58 +147,63 @@ def _fields(name: str) -> list:
 
 
 class OffsetsParser:
-    """``GroupMetadataManager.formatRecordKeyAndValue`` (Kafka 3.x text) for
-    ``__consumer_offsets``: offset commits and classic group metadata."""
+    """Kafka 4.1's ``DumpLogSegments.OffsetsMessageParser`` for ``__consumer_offsets``: every
+    group coordinator record as JSON, the key ``{"type":"<record type>","data":{...}}`` and the
+    value ``{"version":"<version>","data":{...}}`` (``<DELETE>`` for a tombstone); a classic
+    consumer group's member subscription and assignment bytes decoded as
+    ConsumerProtocolSubscription / ConsumerProtocolAssignment (kept as base64 when they do not
+    decode); a record type it does not know, or a record that does not decode, is reported
+    and skipped."""
+
+    # record type (the key's version) -> key message: the group coordinator's records (the
+    # share coordinator's ShareSnapshot/ShareUpdate live in __share_group_state)
+    KEYS = {t: name for name, m in schema.SCHEMA["data"].items()
+            if name.endswith("Key") and name not in ("TransactionLogKey", "ShareSnapshotKey", "ShareUpdateKey")
+            for t in range(m["versions"][0], m["versions"][1] + 1)}
 
     def parse(self, r: rec.Record) -> tuple[str | None, str | None]:
-        if r.key is None or len(r.key) < 2:
-            raise ValueError("Failed to decode message using offset topic decoder (message had a missing key)")
-        (version,) = struct.unpack_from(">h", r.key, 0)
-        if version in (0, 1):
-            k, _ = schema.parse(schema.data_message("OffsetCommitKey", version), r.key[2:])
-            key = f"offset_commit::group={k.group},partition={k.topic}-{k.partition}"
+        if r.key is None:
+            raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "
+                             f"(message had a missing key)")
+        try:
+            (rtype,) = struct.unpack_from(">h", r.key, 0)
+            key_name = self.KEYS.get(rtype)
+            if key_name is None:
+                return f"Unknown record type {rtype} at offset {r.offset}, skipping.", None
+            k, _ = schema.parse(schema.data_message(key_name, rtype), r.key[2:])
+            key = _json({"type": str(rtype), "data": message_json(_fields(key_name), k, rtype)})
             if r.value is None:
                 return key, "<DELETE>"
-            (vv,) = struct.unpack_from(">h", r.value, 0)
-            v, _ = schema.parse(schema.data_message("OffsetCommitValue", min(max(vv, 0), 4)), r.value[2:])
-            value = f"offset={v.offset}"
-            if v.metadata:
-                value += f",metadata={v.metadata}"
-            return key, value
-        if version == 2:
-            k, _ = schema.parse(schema.data_message("GroupMetadataKey", 2), r.key[2:])
-            key = f"group_metadata::group={k.group}"
-            if r.value is None:
-                return key, "<DELETE>"
-            (vv,) = struct.unpack_from(">h", r.value, 0)
-            v, _ = schema.parse(schema.data_message("GroupMetadataValue", min(max(vv, 0), 4)), r.value[2:])
-            members = []
-            for m in v.members or []:
-                if v.protocol_type == "consumer":
-                    members.append(f"{m.member_id}={_consumer_assignment(m.assignment)}")
-                else:
-                    members.append(f"{m.member_id}={(m.assignment or b'').hex()}")
-            value = json.dumps({"protocolType": v.protocol_type or "", "protocol": v.protocol,
-                                "generationId": v.generation, "assignment": "{" + ",".join(members) + "}"},
-                               separators=(",", ":"))
-            return key, value
-        return f"unknown::version={version}", None
+            value_name = key_name[:-len("Key")] + "Value"
+            (version,) = struct.unpack_from(">h", r.value, 0)
+            lo, hi = schema.SCHEMA["data"][value_name]["versions"]
+            if not lo <= version <= hi:
+                raise ValueError(f"Unknown version {version} of {value_name}")
+            v, _ = schema.parse(schema.data_message(value_name, version), r.value[2:])
+            data = message_json(_fields(value_name), v, version)
+            if value_name == "GroupMetadataValue" and data.get("protocolType") == "consumer":
+                for member, parsed in zip(data.get("members") or [], v.members or []):
+                    _decode_member_bytes(member, "subscription", parsed.subscription, "ConsumerProtocolSubscription")
+                    _decode_member_bytes(member, "assignment", parsed.assignment, "ConsumerProtocolAssignment")
+            return key, _json({"version": str(version), "data": data})
+        except Exception as e:  # noqa: BLE001 (Kafka reports the record and goes on)
+            return f"Error at offset {r.offset}, skipping. {e}", None
 
 
-def _consumer_assignment(data: bytes | None) -> str:
-    """``ConsumerProtocol.deserializeAssignment(...).partitions`` as Java prints a List."""
+def _decode_member_bytes(member: dict, field: str, data: bytes | None, message: str) -> None:
+    """A classic consumer member's subscription or assignment bytes as their message's JSON at
+    the version they start with; left as they are (base64) when they do not decode."""
     if not data or len(data) < 2:
-        return "[]"
+        return
     try:
         (version,) = struct.unpack_from(">h", data, 0)
-        a, _ = schema.parse(schema.data_message("ConsumerProtocolAssignment", min(max(version, 0), 3)), data[2:])
-    except Exception:
-        return data.hex()
-    parts = [f"{tp.topic}-{p}" for tp in a.assigned_partitions or [] for p in tp.partitions]
-    out = "[" + ", ".join(parts) + "]"
-    if a.user_data:
-        out += ":" + bytes(a.user_data).hex()
-    return out
+        lo, hi = schema.SCHEMA["data"][message]["versions"]
+        if not lo <= version <= hi:
+            return
+        parsed, _ = schema.parse(schema.data_message(message, version), data[2:])
+    except Exception:  # noqa: BLE001
+        return
+    member[field] = message_json(_fields(message), parsed, version)
 
 
 # ---------------------------------------------------------------- file dumpers
