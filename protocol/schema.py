@@ -417,7 +417,9 @@ def _type_con(c: dict, version: int, flexible: bool) -> Construct:
 def _field(c: dict, version: int, flexible: bool, tag=None) -> Field:
     con = _type_con(c, version, flexible) if (_in(version, c["v"]) or tag is not None) else None
     if c["t"] == "struct":
-        if _in(version, c.get("nv")) and c.get("d") == "null":
+        # a nullable struct defaulting to null ("default": "null", or JSON null as in
+        # ConsumerGroupMemberMetadataValue's tagged ClassicMemberMetadata): absent means None
+        if _in(version, c.get("nv")) and "d" in c and c["d"] in ("null", None):
             default = None
         else:
             inner = build_struct(c["f"], version, flexible)

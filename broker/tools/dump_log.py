@@ -82,12 +82,6 @@ def _in_versions(version: int, versions) -> bool:
     return versions is not None and versions[0] <= version and (versions[1] is None or version <= versions[1])
 
 
-def _absent_struct(field: dict) -> dict:
-    """What decoding fills in for a tagged struct field the record does not carry."""
-    return {f["n"]: ([] if f["t"].startswith("[]") else _absent_struct(f) if f["t"] == "struct" else
-                     0 if f["t"].startswith(("int", "uint")) else f.get("d")) for f in field["f"]}
-
-
 def message_json(fields: list, body, version: int) -> dict:
     """A parsed data message as Kafka's generated ``*JsonConverter.write`` renders it: the
     fields of ``version`` in schema order, tagged fields only when not at their default,
@@ -96,8 +90,8 @@ def message_json(fields: list, body, version: int) -> dict:
     for f in fields:
         if _in_versions(version, f.get("tv")):  # tagged in this version: written when not at its default
             value = body[f["n"]]
-            if value == f.get("d") or (f["t"] == "struct" and f.get("d") is None and value == _absent_struct(f)):
-                continue  # (an absent nullable tagged struct decodes to its empty shape here; Kafka's is null)
+            if value == f.get("d"):
+                continue
         elif _in_versions(version, f.get("v")):
             value = body[f["n"]]
         else:
