@@ -359,11 +359,6 @@ async def send_response(stream, parts: list) -> None:
             await _send_through(stream, parts)
         return
     sock = stream.socket
-    if len(parts) == 1:  # most answers: one write, waiting only for room in the socket buffer
-        await trio.lowlevel.checkpoint_if_cancelled()
-        await _write_all(sock, sock.fileno(), memoryview(parts[0]))
-        await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
-        return
     if not hasattr(os, "sendfile"):
         for part in parts:  # no sendfile on this platform: each slice read and written as it is
             await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)

@@ -80,7 +80,8 @@ class TransactionMetadata:
     # the finalized transaction.version)
     client_txn_version: int = TV_0
     # A transition in flight (the commit point's fsync when the flush settings ask for one, or
-    # Complete* while markers are being written); every other request for this id gets CONCURRENT_TRANSACTIONS, as in Kafka.
+    # Complete* while markers are being written); every other request for this id gets
+    # CONCURRENT_TRANSACTIONS, as in Kafka.
     pending_state: TxnState | None = None
 
     def sorted_partitions(self) -> list[tuple[str, int]]:
