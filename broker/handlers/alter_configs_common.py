@@ -72,9 +72,11 @@ def _split(value: str | None) -> list[str]:
     return [x for x in (value or "").split(",") if x]
 
 
-def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, str]:
-    """Apply SET/DELETE/APPEND/SUBTRACT to a topic's override set
-    (ConfigurationControlManager.incrementalAlterConfigResource)."""
+def incremental_overrides(current: dict[str, str], configs, list_values) -> dict[str, str]:
+    """Apply SET/DELETE/APPEND/SUBTRACT to an override set
+    (ConfigurationControlManager.incrementalAlterConfigResource). ``list_values(name, op,
+    overrides)`` gives the list an APPEND/SUBTRACT starts from, or raises Kafka's error for a
+    key that is not a LIST."""
     new = dict(current)
     for c in configs:
         op = c.config_operation
@@ -83,23 +85,32 @@ def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, s
         elif op == DELETE:
             new.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
-            d = CONFIG_DEFS_BY_NAME.get(c.name)
-            if d is None or c.name not in TOPIC_CONFIG_NAMES or d.type != ConfigType.LIST:
-                raise KafkaError(ErrorCode.INVALID_CONFIG,
-                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
-            values = _split(new[c.name] if c.name in new else _topic_list_default(c.name))
-            if op == APPEND:
-                for v in c.value.split(","):
-                    if v not in values:
-                        values.append(v)
-            else:
-                for v in c.value.split(","):
-                    if v in values:
-                        values.remove(v)
-            new[c.name] = ",".join(values)
+            new[c.name] = _append_or_subtract(list_values(c.name, op, new), op, c.value)
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
     return new
+
+
+def _append_or_subtract(values: list[str], op: int, value: str) -> str:
+    """A LIST config's new value: ``value``'s items appended (those not there yet) or removed."""
+    values = list(values)
+    for v in value.split(","):
+        if op == APPEND and v not in values:
+            values.append(v)
+        elif op == SUBTRACT and v in values:
+            values.remove(v)
+    return ",".join(values)
+
+
+def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, str]:
+    """A topic's override set after an IncrementalAlterConfigs."""
+    def list_values(name: str, op: int, overrides: dict[str, str]) -> list[str]:
+        d = CONFIG_DEFS_BY_NAME.get(name)
+        if d is None or name not in TOPIC_CONFIG_NAMES or d.type != ConfigType.LIST:
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+        return _split(overrides[name] if name in overrides else _topic_list_default(name))
+    return incremental_overrides(current, configs, list_values)
 
 
 def alter_topic(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
@@ -151,13 +162,7 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
             if c.name not in DYNAMIC_BROKER_CONFIGS:
                 static.append(c.name)
                 continue
-            values = list(broker.config[c.name] or [])
-            for v in c.value.split(","):
-                if op == APPEND and v not in values:
-                    values.append(v)
-                elif op == SUBTRACT and v in values:
-                    values.remove(v)
-            current[c.name] = ",".join(values)
+            current[c.name] = _append_or_subtract(broker.config[c.name] or [], op, c.value)
         elif op != SET:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
         elif c.name in DYNAMIC_BROKER_CONFIGS:
@@ -178,20 +183,12 @@ def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
     if res.resource_name == "":
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
     if incremental:
-        new = dict(broker.dynamic_configs.group(res.resource_name))
-        for c in res.configs:
-            op = c.config_operation
-            if op == SET:
-                new[c.name] = c.value
-            elif op == DELETE:
-                new.pop(c.name, None)
-            elif op in (APPEND, SUBTRACT):
-                if c.name not in group_configs.GROUP_CONFIGS:
-                    raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {c.name}")
-                raise KafkaError(ErrorCode.INVALID_CONFIG,
-                                 f"Can't {OP_NAMES[op]} to key {c.name} because its type is not LIST.")
-            else:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+        def list_values(name: str, op: int, overrides: dict[str, str]) -> list[str]:
+            if name not in group_configs.GROUP_CONFIGS:  # (no group config is a LIST)
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+        new = incremental_overrides(broker.dynamic_configs.group(res.resource_name), res.configs, list_values)
     else:
         new = {c.name: c.value for c in res.configs}
     group_configs.validate(broker.config, new)
