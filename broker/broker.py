@@ -316,6 +316,11 @@ class Broker:
         *before* reading so a change between the read and the wait is not lost."""
         return self._data_event
 
+    def answer_sent(self) -> None:
+        """A connection's answer is out: transactions it decided (EndTxn) get their markers
+        before that connection's next request is read."""
+        self.txn_coordinator.write_untried_markers()
+
     def notify_data(self) -> None:
         ev, self._data_event = self._data_event, trio.Event()
         ev.set()

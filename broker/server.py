@@ -202,6 +202,7 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
             await send_response(stream, out)  # (yields to other connections)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
+        conn.broker.answer_sent()
         conn.in_request = False
         conn.last_active = trio.current_time()
 

@@ -203,13 +203,13 @@ class TransactionCoordinator:
         self._untried.add(md.transactional_id)
         self.io.markers_due()
 
-    def _settle(self, md: TransactionMetadata) -> None:
-        """A request for a transactional id whose markers were decided but not yet tried (the
-        marker writer has not had its turn since the EndTxn): the round is run now, so the
-        producer's next transaction is not told CONCURRENT_TRANSACTIONS only because the
-        event loop served its request before the writer. While any marker waits for a retry,
-        the writer's backoff stands, and the request gets CONCURRENT_TRANSACTIONS as in Kafka."""
-        if md.transactional_id in self._untried and self._untried.issuperset(self._completing):
+    def write_untried_markers(self) -> None:
+        """Run a marker round now if transactions were decided since the last one (the broker
+        calls this once an answer is out, before the connection's next request: the producer's
+        next transaction, or a read_committed read, then finds the markers written, however the
+        event loop orders its tasks). While any marker waits for a retry, the writer's backoff
+        stands, and requests for its id get CONCURRENT_TRANSACTIONS as in Kafka."""
+        if self._untried and self._untried.issuperset(self._completing):
             self.write_markers()
 
     # ------------------------------------------------------ InitProducerId
@@ -240,7 +240,6 @@ class TransactionCoordinator:
             md = TransactionMetadata(transactional_id, self.io.allocate_producer_id(), txn_timeout_ms=txn_timeout_ms,
                                      txn_last_update_ms=self.io.now_ms())
             self.txns[transactional_id] = md
-        self._settle(md)
         if md.pending_state is not None:  # also every Prepare*: its Complete* is pending
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if expected and not (md.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == md.producer_id
@@ -289,7 +288,6 @@ class TransactionCoordinator:
         # Kafka 4.x checks a pending transition (a transition in flight, or markers still being
         # written: Complete* pending) before the producer id and epoch, so even a fenced or
         # unknown producer is told to retry until the transaction settles
-        self._settle(md)
         if md.pending_state is not None:
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.producer_id != pid:
@@ -346,7 +344,6 @@ class TransactionCoordinator:
             raise TxnError(E.INVALID_PRODUCER_ID_MAPPING)
         if md.producer_epoch != epoch:
             raise TxnError(E.PRODUCER_FENCED)
-        self._settle(md)
         if md.pending_state is not None:  # a transition in flight, or Prepare* (Complete* pending)
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.state == S.ONGOING:
@@ -380,7 +377,6 @@ class TransactionCoordinator:
             valid_epoch = retry_on_epoch_bump or retry_on_overflow or epoch == md.producer_epoch
         is_retry = retry_on_epoch_bump or retry_on_overflow
         # Kafka 4.1 checks a transition in flight (markers being written included) first here
-        self._settle(md)
         if md.pending_state is not None:
             raise TxnError(E.CONCURRENT_TRANSACTIONS)
         if md.producer_id != pid and not retry_on_overflow:

@@ -208,23 +208,27 @@ def test_commit_point_made_durable_when_the_flush_settings_ask():
     assert c.txns["t"].state == TxnState.PREPARE_COMMIT
 
 
-def test_next_transaction_does_not_wait_for_the_marker_writer():
-    """The producer's next AddPartitionsToTxn, served before the marker writer's turn, runs the
-    marker round itself instead of being told CONCURRENT_TRANSACTIONS."""
+def test_untried_markers_are_written_on_demand():
+    """Once an answer is out the broker asks for the markers decided since the last round
+    (write_untried_markers): they are written then, not when the marker writer's turn comes,
+    so the producer's next request finds its transaction complete."""
     io = MemoryIO()
     c = TransactionCoordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0)])
     trio.run(c.end_txn, "t", pid, epoch, True)
     assert io.markers == []  # the writer has not run
-    c.add_partitions("t", pid, epoch, [("a", 0)])
+    c.write_untried_markers()
     assert io.markers == [("a", 0, pid, epoch, True)]
+    c.write_untried_markers()  # nothing decided since: nothing written
+    assert io.markers == [("a", 0, pid, epoch, True)]
+    c.add_partitions("t", pid, epoch, [("a", 0)])
     assert c.txns["t"].state == TxnState.ONGOING
 
 
 def test_failing_markers_keep_their_backoff():
     """A marker that failed waits for the writer's retry: requests meanwhile get
-    CONCURRENT_TRANSACTIONS (as in Kafka) and do not retry the marker themselves."""
+    CONCURRENT_TRANSACTIONS (as in Kafka), and later answers do not retry the marker."""
     io = MemoryIO()
     c = TransactionCoordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
@@ -235,12 +239,13 @@ def test_failing_markers_keep_their_backoff():
     io.write_markers = lambda markers: (tried.append(len(markers)), write(markers))[1]
     trio.run(c.end_txn, "t", pid, epoch, True)
     for _ in range(3):
+        c.write_untried_markers()
         try:
             c.add_partitions("t", pid, epoch, [("a", 0)])
             raise AssertionError("added while the COMMIT marker is not written")
         except TxnError as e:
             assert e.code == E.CONCURRENT_TRANSACTIONS
-    assert tried == [1]  # the first request's round; then the writer's backoff stands
+    assert tried == [1]  # the first answer's round; then the writer's backoff stands
     io.marker_answer = {}
     assert c.write_markers() is None  # the writer's retry
     c.add_partitions("t", pid, epoch, [("a", 0)])
