@@ -201,6 +201,12 @@ class _Source:
     def __init__(self, ns: dict):
         self.lines: list[str] = []
         self.ns = ns
+        self.names = 0
+
+    def fresh(self, prefix: str) -> str:
+        """A local variable name not used elsewhere in the function (nested structs are inlined)."""
+        self.names += 1
+        return f"{prefix}{self.names}"
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
@@ -257,13 +263,14 @@ def _emit_decode(src: _Source, ind: int, con, target: str) -> None:
         src.emit(ind, f"{target} = {src.const(s.unpack_from)}(buf, pos)[0]")
         src.emit(ind, f"pos += {s.size}")
     elif isinstance(con, KStruct):
-        src.emit(ind, f"{target}, pos = {src.const(con.decode)}(buf, pos)")
+        _emit_struct_decode(src, ind, con, target)
     elif isinstance(con, NullableStruct):
         src.emit(ind, "if buf[pos] >= 0x80:")  # int8 marker: negative is null
         src.emit(ind + 1, "pos += 1")
         src.emit(ind + 1, f"{target} = None")
         src.emit(ind, "else:")
-        src.emit(ind + 1, f"{target}, pos = {src.const(con.inner.decode)}(buf, pos + 1)")
+        src.emit(ind + 1, "pos += 1")
+        _emit_struct_decode(src, ind + 1, con.inner, target)
     elif isinstance(con, (KString, KBytes)):
         string = isinstance(con, KString)
         what = "string" if string else "bytes field"
@@ -291,7 +298,7 @@ def _emit_decode(src: _Source, ind: int, con, target: str) -> None:
             src.emit(ind + 1, f"{target} = list({src.const(struct.unpack_from)}(f'>{{n}}{code}', buf, pos))")
             src.emit(ind + 1, f"pos += n * {size}")
         else:
-            var = f"a{ind}"
+            var = src.fresh("a")
             src.emit(ind + 1, f"{var} = []")
             src.emit(ind + 1, "for _ in range(n):")
             _emit_decode(src, ind + 2, con.elem, "v")
@@ -308,8 +315,7 @@ def _emit_encode(src: _Source, ind: int, con, value: str, may_be_none: bool = Tr
     if code is not None:
         src.emit(ind, f"b += {src.const(struct.Struct('>' + code).pack)}({value})")
     elif isinstance(con, KStruct):
-        src.emit(ind, f"{src.const(con.encode)}({value}, w)")
-        src.emit(ind, "b = w.buf")
+        _emit_struct_encode(src, ind, con, value)
     elif isinstance(con, NullableStruct):
         src.emit(ind, f"if {value} is None:")
         src.emit(ind + 1, "b.append(0xff)")
@@ -326,7 +332,7 @@ def _emit_encode(src: _Source, ind: int, con, value: str, may_be_none: bool = Tr
             at = ind + 1
         data = value
         if isinstance(con, KString):
-            data = f"d{at}"
+            data = src.fresh("d")
             src.emit(at, f"{data} = {value}.encode('utf-8')")
         if con.compact:
             src.emit(at, f"n = len({data}) + 1")
@@ -348,7 +354,7 @@ def _emit_encode(src: _Source, ind: int, con, value: str, may_be_none: bool = Tr
             if code is not None:
                 src.emit(at, f"b += {src.const(struct.pack)}(f'>{{len({value})}}{code}', *{value})")
             else:
-                item = f"e{at}"
+                item = src.fresh("e")
                 src.emit(at, f"for {item} in {value}:")
                 _emit_encode(src, at + 1, con.elem, item)
     elif isinstance(con, KUuid):
@@ -383,70 +389,82 @@ def _runs(fields: list[Field]) -> list[tuple]:
     return steps
 
 
-def _compile(st: KStruct):
-    """The generated (decoder, encoder) of one struct (nested structs get their own)."""
-    ns = {"Msg": Msg, "SchemaError": SchemaError, "_uv": read_uvarint, "_euv": encode_uvarint}
-    dec = _Source(ns)
-    dec.emit(0, "def decode(buf, pos):")
-    dec.emit(1, "o = Msg()")
+def _emit_struct_decode(src: _Source, ind: int, st: KStruct, target: str) -> None:
+    o = src.fresh("o")
+    src.emit(ind, f"{o} = Msg()")
     for fields, codes in _runs(st.fields):
         if codes is None:
-            _emit_decode(dec, 1, fields[0].con, f"o[{fields[0].name!r}]")
+            _emit_decode(src, ind, fields[0].con, f"{o}[{fields[0].name!r}]")
             continue
-        targets = ", ".join(f"o[{f.name!r}]" for f in fields) + ("," if len(fields) == 1 else "")
+        targets = ", ".join(f"{o}[{f.name!r}]" for f in fields) + ("," if len(fields) == 1 else "")
         s = struct.Struct(">" + codes)
-        dec.emit(1, f"{targets} = {dec.const(s.unpack_from)}(buf, pos)")
-        dec.emit(1, f"pos += {s.size}")
+        src.emit(ind, f"{targets} = {src.const(s.unpack_from)}(buf, pos)")
+        src.emit(ind, f"pos += {s.size}")
     for f in st.absent + (st.tagged or []):
-        dec.emit(1, f"o[{f.name!r}] = {_default_expr(dec, f)}")
+        src.emit(ind, f"{o}[{f.name!r}] = {_default_expr(src, f)}")
     if st.tagged is not None:
-        dec.emit(1, "count = buf[pos]")
-        dec.emit(1, "if count < 0x80:")
-        dec.emit(2, "pos += 1")
-        dec.emit(1, "else:")
-        dec.emit(2, "count, pos = _uv(buf, pos)")
-        dec.emit(1, "for _ in range(count):")
-        dec.emit(2, "tag, pos = _uv(buf, pos)")
-        dec.emit(2, "size, pos = _uv(buf, pos)")
-        dec.emit(2, "end = pos + size")
-        dec.emit(2, "if end > len(buf):")
-        dec.emit(3, "raise SchemaError(f'truncated: wanted {size} bytes, {len(buf) - pos} left')")
+        src.emit(ind, "if buf[pos] == 0:")  # (nearly always: no tagged field)
+        src.emit(ind + 1, "pos += 1")
+        src.emit(ind, "else:")
+        src.emit(ind + 1, "count, pos = _uv(buf, pos)")
+        src.emit(ind + 1, "for _ in range(count):")
+        src.emit(ind + 2, "tag, pos = _uv(buf, pos)")
+        src.emit(ind + 2, "size, pos = _uv(buf, pos)")
+        src.emit(ind + 2, "end = pos + size")
+        src.emit(ind + 2, "if end > len(buf):")
+        src.emit(ind + 3, "raise SchemaError(f'truncated: wanted {size} bytes, {len(buf) - pos} left')")
         for f in st.tagged:  # unknown tags are skipped, as Kafka's readers do
-            dec.emit(2, f"if tag == {f.tag}:")
-            dec.emit(3, f"o[{f.name!r}] = {dec.const(_tagged_decoder(f.con))}(buf[pos:end])")
-        dec.emit(2, "pos = end")
-    dec.emit(1, "return o, pos")
+            src.emit(ind + 2, f"if tag == {f.tag}:")
+            src.emit(ind + 3, f"{o}[{f.name!r}] = {src.const(_tagged_decoder(f.con))}(buf[pos:end])")
+        src.emit(ind + 2, "pos = end")
+    src.emit(ind, f"{target} = {o}")
 
-    enc = _Source(ns)
-    enc.emit(0, "def encode(o, w):")
-    enc.emit(1, "g = o.get")
-    enc.emit(1, "b = w.buf")
+
+def _emit_struct_encode(src: _Source, ind: int, st: KStruct, value: str) -> None:
+    g = src.fresh("g")
+    src.emit(ind, f"{g} = {value}.get")
     for fields, codes in _runs(st.fields):
         if codes is None:
             f = fields[0]
-            enc.emit(1, f"v = g({f.name!r})")
+            src.emit(ind, f"v = {g}({f.name!r})")
             defaulted = not f.nullable and f.default is not None
             if defaulted:
-                enc.emit(1, "if v is None:")
-                enc.emit(2, f"v = {_default_expr(enc, f)}")
-            _emit_encode(enc, 1, f.con, "v", may_be_none=not defaulted)
+                src.emit(ind, "if v is None:")
+                src.emit(ind + 1, f"v = {_default_expr(src, f)}")
+            _emit_encode(src, ind, f.con, "v", may_be_none=not defaulted)
             continue
-        args = ", ".join(f"(v if (v := g({f.name!r})) is not None else {enc.const(f.default)})" for f in fields)
-        enc.emit(1, f"b += {enc.const(struct.Struct('>' + codes).pack)}({args})")
-    if st.tagged is not None:
-        enc.emit(1, "tags = []")
+        args = ", ".join(f"(v if (v := {g}({f.name!r})) is not None else {src.const(f.default)})" for f in fields)
+        src.emit(ind, f"b += {src.const(struct.Struct('>' + codes).pack)}({args})")
+    if st.tagged == []:
+        src.emit(ind, "b.append(0)")  # an empty tagged-field section
+    elif st.tagged is not None:
+        tags = src.fresh("tags")
+        src.emit(ind, f"{tags} = []")
         for f in st.tagged:
-            enc.emit(1, f"v = g({f.name!r})")
-            enc.emit(1, f"if v is not None and v != {_default_expr(enc, f)}:")
-            enc.emit(2, f"tags.append(({f.tag}, {enc.const(_tagged_encoder(f.con))}(v)))")
-        enc.emit(1, "if not tags:")
-        enc.emit(2, "b.append(0)")
-        enc.emit(1, "else:")
-        enc.emit(2, "b += _euv(len(tags))")
-        enc.emit(2, "for tag, data in tags:")
-        enc.emit(3, "b += _euv(tag)")
-        enc.emit(3, "b += _euv(len(data))")
-        enc.emit(3, "b += data")
+            src.emit(ind, f"v = {g}({f.name!r})")
+            src.emit(ind, f"if v is not None and v != {_default_expr(src, f)}:")
+            src.emit(ind + 1, f"{tags}.append(({f.tag}, {src.const(_tagged_encoder(f.con))}(v)))")
+        src.emit(ind, f"if not {tags}:")
+        src.emit(ind + 1, "b.append(0)")
+        src.emit(ind, "else:")
+        src.emit(ind + 1, f"b += _euv(len({tags}))")
+        src.emit(ind + 1, f"for tag, data in {tags}:")
+        src.emit(ind + 2, "b += _euv(tag)")
+        src.emit(ind + 2, "b += _euv(len(data))")
+        src.emit(ind + 2, "b += data")
+
+
+def _compile(st: KStruct):
+    """The generated (decoder, encoder) of one struct, nested structs inlined."""
+    ns = {"Msg": Msg, "SchemaError": SchemaError, "_uv": read_uvarint, "_euv": encode_uvarint}
+    dec = _Source(ns)
+    dec.emit(0, "def decode(buf, pos):")
+    _emit_struct_decode(dec, 1, st, "r")
+    dec.emit(1, "return r, pos")
+    enc = _Source(ns)
+    enc.emit(0, "def encode(o, w):")
+    enc.emit(1, "b = w.buf")
+    _emit_struct_encode(enc, 1, st, "o")
     return _define(dec, "decode"), _define(enc, "encode")
 
 
