@@ -124,8 +124,8 @@ def test_deleted_index_files_are_rebuilt(tmp_path, caplog):
     fill(log, 40)
     expect = {off: log.read(off, 1).records for off in (0, 7, 33, 54, 79)}
     ts = log.fetch_offset_by_timestamp(TS + 305)
+    log.close()  # (the files then hold every entry: they are written in batches)
     old_index = {s.base_offset: open(s.offset_index.path, "rb").read() for s in log.segments}
-    log.close()
     for f in os.listdir(tmp_path / "t-0"):
         if f.endswith((".index", ".timeindex")):
             os.unlink(tmp_path / "t-0" / f)
@@ -234,6 +234,43 @@ def test_stray_files_cleaned(tmp_path):
 
 
 # ------------------------------------------------------------------ what a start reads and writes
+
+def test_index_entries_not_written_at_a_crash_are_rebuilt(tmp_path):
+    """Index entries are written in batches, always before an fsync: a kill -9 finds the
+    files holding the entries of the flushed part only (whole entries), and recovery, which
+    rescans what lies past the recovery point, gives the indexes a clean close gives."""
+    c = cfg(segment_bytes=6000, index_interval_bytes=100)
+
+    def run(path):
+        log = open_log(path, c)
+        fill(log, 12)  # segments roll every 8 batches: a roll writes the finished one's entries
+        log.flush()
+        rp = log.recovery_point
+        for i in range(12, 20):
+            log.append(batch(i))
+        return log, rp
+
+    reference, _ = run(tmp_path / "ref" / "t-0")
+    reference.close()
+    expect = {s.base_offset: (open(s.offset_index.path, "rb").read(), open(s.time_index.path, "rb").read())
+              for s in reference.segments}
+    crashed, rp = run(tmp_path / "t-0")
+    active = crashed.active_segment
+    assert len(crashed.segments) == 3 and active.offset_index.entries > 0
+    on_disk = os.path.getsize(active.offset_index.path)
+    assert on_disk % 8 == 0 and on_disk < len(expect[active.base_offset][0])  # the crash loses some
+    # kill -9: no close, no flush
+    log2 = open_log(tmp_path / "t-0", c, had_clean_shutdown=False, recovery_point=rp)
+    assert log2.log_end_offset == 40
+    assert [h.base_offset for h in all_batches(log2)] == list(range(0, 40, 2))
+    for ts in (TS + 5, TS + 101, TS + 155, TS + 191):
+        assert log2.fetch_offset_by_timestamp(ts) == reference.fetch_offset_by_timestamp(ts)
+    for off in range(40):
+        assert log2.read(off, 1).records[:8] == reference.read(off, 1).records[:8]
+    log2.close()
+    assert {s.base_offset: (open(s.offset_index.path, "rb").read(), open(s.time_index.path, "rb").read())
+            for s in log2.segments} == expect
+
 
 def test_unclean_recovery_scans_from_the_recovery_point(tmp_path, caplog):
     """After a crash, only what lies past the recovery point is validated (Kafka trusts the
