@@ -644,11 +644,24 @@ def build_control_batch(
     record: key = int16 version 0 + int16 type, value = int16 version 0 +
     int32 coordinator epoch (``MemoryRecords.withEndTransactionMarker``).
     """
-    key = struct.pack(">hh", 0, ControlRecordType.COMMIT if commit else ControlRecordType.ABORT)
-    value = struct.pack(">hi", 0, coordinator_epoch)
-    return build_batch([Record(base_offset, timestamp_ms, key, value, ())], base_offset=base_offset,
-                       producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE,
-                       is_transactional=True, is_control=True, partition_leader_epoch=partition_leader_epoch)
+    buf = bytearray(MARKER_SIZE)
+    _HEADER.pack_into(buf, 0, base_offset, MARKER_SIZE - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
+                      TRANSACTIONAL_FLAG | CONTROL_FLAG, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                      NO_SEQUENCE, 1)
+    _MARKER_RECORD.pack_into(buf, HEADER_SIZE, MARKER_RECORD_HEAD,
+                             ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                             _MARKER_VALUE_LENGTH, 0, coordinator_epoch, 0)
+    _U32.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, MARKER_SIZE))
+    return bytes(buf)
+
+
+# A marker's one record, written directly (build_batch's bytes, as a unit test checks): varint
+# length 16, attributes 0, timestamp and offset deltas 0, a 4-byte key (version 0, type), a
+# 6-byte value (version 0, coordinator epoch), no headers
+MARKER_RECORD_HEAD = b"\x20\x00\x00\x00\x08\x00\x00"  # (through the key's version)
+_MARKER_VALUE_LENGTH = 0x0C
+_MARKER_RECORD = struct.Struct(">7shBhiB")
+MARKER_SIZE = HEADER_SIZE + _MARKER_RECORD.size
 
 
 def parse_control_record(record: Record) -> tuple[int, int | None]:

@@ -126,6 +126,7 @@ class UnifiedLog:
         self.dir = dir_path
         self.topic = topic
         self.partition = partition
+        self.name = f"{topic}-{partition}"  # (in every append's error messages: made once)
         self.config = config
         self.topic_id = topic_id
         self.on_append: Callable[[], None] | None = None
@@ -165,10 +166,6 @@ class UnifiedLog:
         self.leader_epoch = self.leader_epoch_cache.latest_epoch or 0
 
     # ------------------------------------------------------------------ properties
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
     @property
     def active_segment(self) -> LogSegment:
         return self.segments[-1]

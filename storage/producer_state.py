@@ -305,9 +305,22 @@ class ProducerAppendInfo:
         return completed
 
 
+_MARKER_FIELDS = struct.Struct(">7shBhiB")  # records.MARKER_RECORD_HEAD, type, value length, version, epoch, headers
+
+
 def parse_marker(batch: bytes | bytearray | memoryview, pos: int = 0) -> tuple[bool, int, int] | None:
     """``(is_commit, coordinator_epoch, timestamp)`` of the COMMIT/ABORT marker batch at ``pos``,
     None for an empty control batch (cleaned) or a control record that is not a marker."""
+    header = rec.parse_header(batch, pos)
+    if header.size == rec.MARKER_SIZE and header.records_count == 1 and not header.compression:
+        # the one shape markers have (build_control_batch's, Kafka's): read in place
+        p = pos + rec.HEADER_SIZE
+        record = _MARKER_FIELDS.unpack_from(batch, p)
+        if record[0] == rec.MARKER_RECORD_HEAD and record[2] == 0x0C and record[5] == 0 and record[3] >= 0:
+            ctype, epoch = record[1], record[4]
+            if ctype in (rec.ControlRecordType.COMMIT, rec.ControlRecordType.ABORT):
+                ts = header.max_timestamp if header.attributes & rec.TIMESTAMP_TYPE_MASK else header.base_timestamp
+                return ctype == rec.ControlRecordType.COMMIT, epoch, ts
     header, records = rec.decode_batch(batch, pos)
     if not records:
         return None

@@ -466,3 +466,32 @@ def test_marker_with_higher_producer_epoch_bumps_it_with_or_without_transaction(
     assert log.aborted_transactions(0, log.log_end_offset) == [(PID, 0)]
     assert code_of(lambda: log.append(data(2, epoch=0, txn=True))) == ErrorCode.INVALID_PRODUCER_EPOCH
     assert log.log_end_offset == 5
+
+
+@pytest.mark.parametrize("pid,epoch,commit,coordinator_epoch,base,leader_epoch", [
+    (PID, 0, True, 0, 0, -1), (2**62, 32767, False, 2**31 - 1, 10**12, 7), (0, 1, True, -1, 5, 0)])
+def test_markers_built_and_read_in_place_match_the_generic_codec(pid, epoch, commit, coordinator_epoch, base,
+                                                                 leader_epoch):
+    """build_control_batch writes its record directly and parse_marker reads a marker in place:
+    the same bytes as build_batch, the same answer as decoding the batch."""
+    from minikafka.storage.producer_state import parse_marker
+    key = struct.pack(">hh", 0, rec.ControlRecordType.COMMIT if commit else rec.ControlRecordType.ABORT)
+    generic = rec.build_batch([Record(base, TS, key, struct.pack(">hi", 0, coordinator_epoch), ())], base_offset=base,
+                              producer_id=pid, producer_epoch=epoch, is_transactional=True, is_control=True,
+                              partition_leader_epoch=leader_epoch)
+    built = rec.build_control_batch(pid, epoch, commit, coordinator_epoch, TS, base, leader_epoch)
+    assert built == generic
+    assert parse_marker(b"xx" + built, 2) == (commit, coordinator_epoch, TS)
+    stamped = bytearray(built)
+    rec.set_log_append_time(stamped, 0, TS + 99)  # LogAppendTime: the batch's max timestamp
+    assert parse_marker(stamped) == (commit, coordinator_epoch, TS + 99)
+    # any other shape goes through the generic decode: a header on the record, a negative version
+    with_header = rec.build_batch([Record(base, TS, key, struct.pack(">hi", 0, coordinator_epoch), (("h", b"v"),))],
+                                  base_offset=base, producer_id=pid, producer_epoch=epoch, is_transactional=True,
+                                  is_control=True)
+    assert parse_marker(with_header) == (commit, coordinator_epoch, TS)
+    bad = bytearray(built)
+    struct.pack_into(">h", bad, rec.HEADER_SIZE + 10, -1)
+    with pytest.raises(KafkaError) as e:
+        parse_marker(bad)
+    assert e.value.code == ErrorCode.CORRUPT_MESSAGE
