@@ -560,14 +560,14 @@ class BrokerTxnIO:
         return self.broker.producer_ids.next_id()
 
     def append_state(self, partition: int, key: bytes, value: bytes | None) -> bool:
-        return self._append_state(partition, rec.build_batch([rec.Record(0, now_ms(), key, value, [])]))
+        return self._append_state(partition, rec.build_record_batch(key, value, now_ms()))
 
     def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
         """Several records, each its own batch as Kafka writes them; one append per partition."""
         ts = now_ms()
         by_partition: dict[int, list[bytes]] = {}
         for partition, key, value in records:
-            by_partition.setdefault(partition, []).append(rec.build_batch([rec.Record(0, ts, key, value, [])]))
+            by_partition.setdefault(partition, []).append(rec.build_record_batch(key, value, ts))
         for partition, batches in by_partition.items():
             self._append_state(partition, b"".join(batches))
 

@@ -629,6 +629,28 @@ def build_batch(
     return bytes(buf)
 
 
+def build_record_batch(key: bytes | None, value: bytes | None, timestamp_ms: int) -> bytes:
+    """``build_batch([Record(0, timestamp_ms, key, value, ())])``, the batch of one plain record
+    that the coordinators append for each state change, encoded directly (a unit test checks
+    the bytes against build_batch)."""
+    body = bytearray(b"\x00\x00\x00")  # attributes, timestamp delta 0, offset delta 0
+    for field in (key, value):
+        if field is None:
+            body.append(1)  # varint -1
+        else:
+            _write_varint(body, len(field))
+            body += field
+    body.append(0)  # no headers
+    buf = bytearray(HEADER_SIZE)
+    _write_varint(buf, len(body))
+    buf += body
+    size = len(buf)
+    _HEADER.pack_into(buf, 0, 0, size - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, MAGIC, 0, 0, 0, timestamp_ms,
+                      timestamp_ms, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 1)
+    _U32.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, size))
+    return bytes(buf)
+
+
 def build_control_batch(
     producer_id: int,
     producer_epoch: int,

@@ -254,3 +254,11 @@ def test_crc32c_is_the_castagnoli_crc_of_the_crc32c_package():
     assert rec.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     data = os.urandom(10_000)
     assert rec.crc32c(data) == package.crc32c(data) and rec.crc32c(memoryview(data)[7:]) == package.crc32c(data[7:])
+
+
+@pytest.mark.parametrize("key,value", [(b"\x00\x00\x00\x05tx-12", b"v" * 60), (b"k", None), (None, b""),
+                                       (b"k" * 200, b"v" * 70000)])
+def test_record_batch_of_one_record_matches_build_batch(key, value):
+    """build_record_batch (the coordinators' state records) writes build_batch's bytes."""
+    assert rec.build_record_batch(key, value, 1_700_000_000_123) == rec.build_batch(
+        [Record(0, 1_700_000_000_123, key, value, ())])
