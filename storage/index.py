@@ -108,9 +108,6 @@ class _IndexFile:
     def _entry_bytes(self, start: int, end: int) -> bytes:
         raise NotImplementedError
 
-    def _appended(self) -> None:
-        if self._complete_entries() - self._on_disk >= self.WRITE_BATCH:
-            self.write_out()
 
     def write_out(self) -> None:
         """Write the entries appended since the last write-out to the file."""
@@ -253,7 +250,8 @@ class OffsetIndex(_IndexFile):
                              f"appended ({self.last_offset}) to {self.path}")
         self._rel.append(rel)
         self._pos.append(position)
-        self._appended()
+        if len(self._rel) - self._on_disk >= self.WRITE_BATCH:
+            self.write_out()
 
     def truncate_entries(self, n: int) -> None:
         """Keep only the first ``n`` entries (file and memory)."""
@@ -404,7 +402,8 @@ class TimeIndex(_IndexFile):
                              f"in time index {self.path}")
         self._ts.append(timestamp)
         self._rel.append(rel)
-        self._appended()
+        if len(self._ts) - self._on_disk >= self.WRITE_BATCH:
+            self.write_out()
         return True
 
     def truncate_entries(self, n: int) -> None:
