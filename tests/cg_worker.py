@@ -1,12 +1,14 @@
 """A confluent-kafka consumer-group member for the KIP-848 tests, run as a subprocess so a
 test can end it cleanly (SIGTERM: it leaves the group) or crash it (SIGKILL).
 
-    python tests/cg_worker.py BOOTSTRAP GROUP TOPIC [--eos OUT_TOPIC TXN_ID] [--protocol consumer|classic]
+    python tests/cg_worker.py BOOTSTRAP GROUP TOPIC [--eos OUT_TOPIC TXN_ID [--stall]] [--protocol consumer|classic]
 
 Prints one JSON line per event, flushed: {"assigned": [partitions]} whenever its assignment
 changes; in --eos mode, {"committed": n} after each committed transaction. --eos is
 consume-transform-produce: one transaction per poll holds the outputs (value "out:<input
-value>") and the consumer's offsets (send_offsets_to_transaction), read_committed input.
+value>") and the consumer's offsets (send_offsets_to_transaction), read_committed input. --stall: the first
+transaction with records produces its outputs and sends its offsets, then the worker prints
+{"stalled": n} and waits to be killed, its transaction open (a member that dies mid-transaction).
 """
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ def main(argv: list[str]) -> int:
     bootstrap, group, topic = argv[:3]
     eos = None
     protocol = "consumer"
+    stall = False
     rest = argv[3:]
     while rest:
         if rest[0] == "--eos":
             eos, rest = (rest[1], rest[2]), rest[3:]
+        elif rest[0] == "--stall":
+            stall, rest = True, rest[1:]
         elif rest[0] == "--protocol":
             protocol, rest = rest[1], rest[2:]
         else:
@@ -76,6 +81,11 @@ def main(argv: list[str]) -> int:
                 producer.produce(eos[0], b"out:" + m.value(), key=m.key())
             producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                                  consumer.consumer_group_metadata(), 30)
+            if stall:
+                producer.flush(30)  # the outputs are in the log, the transaction open
+                say({"stalled": len(msgs)})
+                while True:
+                    signal.pause()
             producer.commit_transaction(30)
             committed += len(msgs)
             say({"committed": committed})
