@@ -397,3 +397,41 @@ def test_consumers_read_cut_fetches_exactly_once(cut_fetches, client, isolation,
         offsets = [o for o, _ in mine]
         assert offsets == sorted(set(offsets)), f"partition {p}: records repeated or out of order"
         assert [v for _, v in mine] == want[p], f"partition {p}: {len(mine)} records, want {len(want[p])}"
+
+
+def test_partitions_past_the_byte_budget_and_caught_up(broker_factory, unique_topic):
+    """The Fetch handler answers a caught-up partition, and (read_uncommitted) one the spent
+    max_bytes leaves no bytes for, without reading its log: the answer must be the read's, as
+    Kafka's (readFromLog reads every partition). After the first partition's batch has taken the
+    budget (KIP-74: whole, past max_bytes), a partition with data answers no records, no error
+    and its offsets, a null aborted list under read_uncommitted and an empty one under
+    read_committed; a fetch offset past the log end is still OFFSET_OUT_OF_RANGE; a caught-up
+    partition answers as the read at the high watermark (or LSO) does."""
+    t = unique_topic("budget")
+    b = broker_factory()
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(t, 3) == 0
+        for p, values in ((0, [b"a", b"b"]), (1, [b"c"]), (2, [b"d", b"e"])):
+            for v in values:
+                assert c.produce(t, p, make_batch([v])).error_code == 0
+
+        def fetch(parts, isolation, max_bytes=1):
+            body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+                    "isolation_level": isolation, "session_id": 0, "session_epoch": -1,
+                    "topics": [{"topic": t, "partitions": [
+                        {"partition": p, "fetch_offset": off, "partition_max_bytes": 1 << 20,
+                         "current_leader_epoch": -1, "log_start_offset": -1} for p, off in parts]}]}
+            return [(q.partition_index, q.error_code, q.high_watermark, q.last_stable_offset,
+                     None if q.aborted_transactions is None else list(q.aborted_transactions),
+                     len(list(rec.iter_batch_headers(q.records or b""))))
+                    for r in c.request(1, 12, body).responses for q in r.partitions]
+
+        for iso, no_list in ((0, None), (1, [])):
+            assert fetch([(0, 0), (1, 0), (2, 5)], iso) == [
+                (0, 0, 2, 2, no_list, 1),           # the first batch, whole
+                (1, 0, 1, 1, no_list, 0),           # data, but no budget left
+                (2, 1, -1, -1, None, 0)], iso       # past the log end: an error, whatever the budget
+            assert fetch([(0, 2), (1, 1), (2, 0)], iso, max_bytes=1 << 20) == [
+                (0, 0, 2, 2, no_list, 0),           # caught up
+                (1, 0, 1, 1, no_list, 0),
+                (2, 0, 2, 2, no_list, 2)], iso      # the budget is all the third partition's
