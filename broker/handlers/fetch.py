@@ -113,9 +113,7 @@ def _read_all(broker, parts: list, req, version: int, readable=None):
             if pd.topic_id is not ZERO_UUID and lg.topic_id != pd.topic_id:
                 # a session's topic deleted and created again under the same name
                 raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
-            epoch = pd.current_leader_epoch
-            if epoch >= 0 and epoch != lg.leader_epoch:
-                check_leader_epoch(lg, epoch)
+            check_leader_epoch(lg, pd.current_leader_epoch if pd.current_leader_epoch >= 0 else None)
             hw, lso = lg.high_watermark, lg.last_stable_offset
             r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
                  "log_start_offset": lg.log_start_offset, "aborted_transactions": None, "preferred_read_replica": -1,
@@ -127,22 +125,12 @@ def _read_all(broker, parts: list, req, version: int, readable=None):
                     now = True
                     answered.append((key, pd, r))
                     continue
-            fetch_offset = pd.fetch_offset
-            max_offset = lso if committed else hw
             # every partition is read, even with no byte budget left: a read_committed
             # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
             # partition returns data, its first batch comes whole whatever the limits (KIP-74)
             limit = max(min(pd.max_bytes, remaining), 0)
-            if r["log_start_offset"] <= fetch_offset and (
-                    fetch_offset == max_offset or (limit == 0 and total and not committed and fetch_offset <= hw)):
-                # caught up, or no byte budget left and no aborted transactions to list (most
-                # partitions of a fetch over many): no records, as lg.read would answer, without
-                # finding fetch_offset's batch
-                if committed:
-                    r["aborted_transactions"] = []
-                answered.append((key, pd, r))
-                continue
-            rr = lg.read(fetch_offset, limit, max_offset=max_offset, min_one=total == 0, include_aborted=committed)
+            rr = lg.read(pd.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
+                         include_aborted=committed)
             if rr.first_entry_incomplete:
                 # the limit cuts this partition's first batch: no records and no aborted
                 # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
