@@ -112,17 +112,19 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------- loading
     def load(self) -> None:
-        """Rebuild the cache from __transaction_state. Transactions found in Prepare* are
-        decided: their markers are (re)written by `write_markers`."""
+        """Rebuild the cache from __transaction_state. A record holds its transactional id's
+        whole state, so only the last one of each id counts (Kafka's loadTransactionMetadata
+        keeps the last too) and only that one is decoded: a log of many transactions holds
+        three records each, and decoding them all was most of a restart's time. A tombstone
+        last removes the id. Transactions found in Prepare* are decided: their markers are
+        (re)written by `write_markers`."""
+        latest: dict[bytes, bytes | None] = {}
         for key, value in self.io.read_state():
+            latest[key] = value  # (the same id's key is the same bytes: version 0 only)
+        for key, value in latest.items():
             tid = decode_key(key)
-            if tid is None:
-                continue
-            md = decode_value(tid, value)
-            if md is None:
-                self.txns.pop(tid, None)
-            else:
-                self.txns[tid] = md
+            if tid is not None and value is not None:
+                self.txns[tid] = decode_value(tid, value)
         for md in self.txns.values():
             if md.state in PREPARED:
                 self._await_markers(md)

@@ -157,6 +157,29 @@ def test_reload_finishes_prepared_transactions():
     assert again.txns["t"].state == TxnState.COMPLETE_COMMIT
 
 
+def test_reload_keeps_each_ids_last_record():
+    """Load decodes only each id's last record: the state it ends in wins over earlier ones,
+    a tombstone last removes the id, a record after a tombstone brings it back."""
+    from minikafka.coordinator.transaction.state import encode_key
+    io = MemoryIO()
+    c = TransactionCoordinator(io)
+    for tid in ("a", "b", "c"):
+        pid, epoch = trio.run(c.init_producer_id, tid, 60000)
+        c.add_partitions(tid, pid, epoch, [("t", 0)])
+    pid_b = c.txns["b"].producer_id
+    trio.run(c.end_txn, "a", c.txns["a"].producer_id, c.txns["a"].producer_epoch, True)
+    c.write_markers()
+    io.records.append((encode_key("b"), None))  # b expired: its tombstone
+    io.records.append((encode_key("c"), None))
+    c_last = next(v for k, v in reversed(io.records) if k == encode_key("c") and v is not None)
+    io.records.append((encode_key("c"), c_last))  # c written again after its tombstone
+    again = TransactionCoordinator(io)
+    again.load()
+    assert again.txns["a"].state == TxnState.COMPLETE_COMMIT and again.txns["a"].pending_state is None
+    assert "b" not in again.txns and pid_b not in {md.producer_id for md in again.txns.values()}
+    assert again.txns["c"].state == TxnState.ONGOING and again.txns["c"].partitions == {("t", 0)}
+
+
 def test_state_record_value_is_what_the_schema_encodes():
     """encode_value is written by hand for the usual case (it runs on every transition): byte
     for byte Kafka's TransactionLogValue as the schema machinery builds it (null partitions
