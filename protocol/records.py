@@ -338,6 +338,12 @@ def _write_varlong(out: bytearray, value: int) -> None:
 
 def _read_varint(buf, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """Read a zigzag varint; return (value, new_pos)."""
+    try:
+        b = buf[pos]
+    except IndexError:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Truncated varint in record") from None
+    if not b & 0x80:  # one byte (-64..63): most of a small record's lengths, deltas and counts
+        return (b >> 1) ^ -(b & 1), pos + 1
     result = 0
     shift = 0
     for i in range(max_bytes):
