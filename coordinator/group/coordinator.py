@@ -192,7 +192,8 @@ class GroupCoordinator(ConsumerGroupMixin):
             g.generation_id = g.consumer.group_epoch
             g.consumer = None
             g.protocol_type = None
-        if g is None:
+        new_group = g is None
+        if new_group:
             if not is_unknown:
                 return _done(_join_error(member_id, E.UNKNOWN_MEMBER_ID))
             g = self._get_or_create(group_id, now_ms)
@@ -202,10 +203,19 @@ class GroupCoordinator(ConsumerGroupMixin):
                                       supports_skip_assignment)
         else:
             w = self._join_current_member(g, member_id, group_instance_id, args, now_ms)
-        if g.state == S.EMPTY and not g.members and not g.offsets and not g.pending_txn_offsets \
-                and not g.pending_members and g.generation_id == 0:
-            # a join that failed before adding anyone leaves no trace
-            self.groups.pop(group_id, None)
+        if new_group:
+            # Kafka commits a group the join created with an empty GroupMetadata record, whatever
+            # the join answered (MEMBER_ID_REQUIRED, INCONSISTENT_GROUP_PROTOCOL included): the
+            # group then exists, Empty until a member's join completes, also after a restart
+            record = group_metadata_value(GroupRecord(
+                protocol_type=g.protocol_type or "", generation=0, protocol=None, leader=None,
+                current_state_timestamp=now_ms, members=[]))
+            try:
+                self._append(group_id, [(group_metadata_key(group_id), record)], now_ms)
+            except Exception as e:  # noqa: BLE001 - mapped to a Kafka error
+                # the group was never written: it goes (Kafka reverts to the snapshot before it)
+                self.groups.pop(group_id, None)
+                w.complete(_join_error(member_id, _storage_error(e)))
         return w
 
     def _join_new_member(self, g: Group, instance_id, require_known, args, now_ms, skip_ok) -> Waiter:
@@ -342,11 +352,15 @@ class GroupCoordinator(ConsumerGroupMixin):
                     w.complete(_join_error(new_id, err))
                     return w
                 m.join_waiter = None
-                is_leader = g.leader_id == new_id
-                # Answer with the *old* leader id so an old client does not recompute an
-                # assignment a stable group would ignore; v9 clients are told to skip it.
-                w.complete(self._join_result(g, m, members=is_leader, leader=current_leader,
-                                             skip_assignment=skip_ok and is_leader))
+                if skip_ok:
+                    # KIP-814 (v9): the replaced leader is told it leads, with the members, and to
+                    # skip computing an assignment the stable group would not take
+                    is_leader = g.leader_id == new_id
+                    w.complete(self._join_result(g, m, members=is_leader, skip_assignment=is_leader))
+                else:
+                    # before v9, the *old* leader id, so that a replaced leader does not compute
+                    # an assignment
+                    w.complete(self._join_result(g, m, members=False, leader=current_leader))
                 return w
             self._maybe_prepare_rebalance(g, now_ms, f"static member {new_id} changed protocols")
         elif g.state == S.COMPLETING_REBALANCE:
@@ -460,8 +474,10 @@ class GroupCoordinator(ConsumerGroupMixin):
         if m is None:
             return
         if m.join_waiter is not None:
+            # Kafka answers a removed member's waiting JoinGroup without a member id, so that the
+            # consumer joins again as a new member
             w, m.join_waiter = m.join_waiter, None
-            w.complete(_join_error(member_id, E.UNKNOWN_MEMBER_ID))
+            w.complete(_join_error("", E.UNKNOWN_MEMBER_ID))
         if m.sync_waiter is not None:
             w, m.sync_waiter = m.sync_waiter, None
             w.complete(_sync_result(E.UNKNOWN_MEMBER_ID))
@@ -485,10 +501,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
         if g.state == S.DEAD:
             return _done(_sync_result(E.COORDINATOR_NOT_AVAILABLE))
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return _done(_sync_result(E.FENCED_INSTANCE_ID))
-        if not g.has(member_id):
-            return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
+        err = g.validate_member(member_id, group_instance_id)
+        if err != E.NONE:
+            return _done(_sync_result(err))
         if generation_id != g.generation_id:
             return _done(_sync_result(E.ILLEGAL_GENERATION))
         if (protocol_type is not None and protocol_type != g.protocol_type) or \
@@ -535,10 +550,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             return E.UNKNOWN_MEMBER_ID
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return E.FENCED_INSTANCE_ID
-        if not g.has(member_id):
-            return E.UNKNOWN_MEMBER_ID
+        err = g.validate_member(member_id, group_instance_id)
+        if err != E.NONE:
+            return err
         if generation_id != g.generation_id:
             return E.ILLEGAL_GENERATION
         if g.state == S.EMPTY:
@@ -562,23 +576,28 @@ class GroupCoordinator(ConsumerGroupMixin):
         errors = []
         for member_id, instance_id in members:
             if not member_id:
+                # an admin's removal of a static member by its instance id alone
                 current = g.static_member_id(instance_id)
                 if current is None:
                     errors.append(E.UNKNOWN_MEMBER_ID)
                 else:
-                    self._remove_member_and_update_group(g, current, now_ms, why)
+                    self._remove_member(g, current)
                     errors.append(E.NONE)
             elif member_id in g.pending_members:
                 del g.pending_members[member_id]
-                self._check_join(g, now_ms)
-                errors.append(E.NONE)
-            elif g.is_static_member_fenced(member_id, instance_id):
-                errors.append(E.FENCED_INSTANCE_ID)
-            elif g.has(member_id):
-                self._remove_member_and_update_group(g, member_id, now_ms, why)
                 errors.append(E.NONE)
             else:
-                errors.append(E.UNKNOWN_MEMBER_ID)
+                err = g.validate_member(member_id, instance_id)
+                if err == E.NONE:
+                    self._remove_member(g, member_id)
+                errors.append(err)
+        # Kafka rebalances once for the whole batch, and for a pending member's leave too
+        if E.NONE in errors:
+            log.info("group %s: %s", g.group_id, why)
+            if g.state in (S.STABLE, S.COMPLETING_REBALANCE):
+                self._prepare_rebalance(g, now_ms, why)
+            elif g.state == S.PREPARING_REBALANCE:
+                self._check_join(g, now_ms)
         return E.NONE, errors
 
     # ====================================================== List/Describe/Delete
@@ -612,13 +631,14 @@ class GroupCoordinator(ConsumerGroupMixin):
         stable = g.state == S.STABLE
         members = []
         for m in g.members.values():
-            meta, assignment = b"", b""
+            meta = b""
             if stable:
                 try:
                     meta = m.metadata(g.protocol_name)
                 except KeyError:
                     meta = b""
-                assignment = m.assignment
+            # outside Stable, Kafka leaves out the metadata but not the assignment a member holds
+            assignment = m.assignment
             members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                             "client_id": m.client_id, "client_host": m.client_host,
                             "member_metadata": meta, "member_assignment": assignment})
