@@ -687,8 +687,8 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is None:
             if generation_id >= 0:
-                # a commit from a generation this coordinator never had
-                return all_(E.ILLEGAL_GENERATION)
+                # a commit from a generation this coordinator never had; v9 says so plainly
+                return all_(E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION)
             g = self._get_or_create(group_id, now_ms)  # a "simple" group: offsets only
         if g.consumer is not None:
             err = self.consumer_validate_commit(g, member_id or "", generation_id, False, api_version)
@@ -703,18 +703,26 @@ class GroupCoordinator(ConsumerGroupMixin):
         return self._store_offsets(g, offsets, now_ms)
 
     @staticmethod
-    def _validate_commit(g: Group, member_id: str, instance_id, generation_id: int) -> ErrorCode:
+    def _validate_commit(g: Group, member_id: str, instance_id, generation_id: int,
+                         transactional: bool = False) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit, for OffsetCommit and TxnOffsetCommit."""
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
-        if g.is_static_member_fenced(member_id, instance_id):
-            return E.FENCED_INSTANCE_ID
         if generation_id < 0 and g.state == S.EMPTY:
-            return E.NONE  # the group only uses Kafka to store offsets
-        if not g.has(member_id):
+            return E.NONE  # an admin or a consumer without group management, on an empty group
+        if generation_id >= 0 or member_id or instance_id is not None:
+            err = g.validate_member(member_id, instance_id)
+            if err != E.NONE:
+                return err
+            if generation_id != g.generation_id:
+                return E.ILLEGAL_GENERATION
+        elif not transactional and g.state != S.EMPTY:
+            # no member and no generation: only while the group is empty. Not for a
+            # TxnOffsetCommit, whose versions before 3 carry neither
             return E.UNKNOWN_MEMBER_ID
-        if generation_id != g.generation_id:
-            return E.ILLEGAL_GENERATION
-        if g.state == S.COMPLETING_REBALANCE:
+        if not transactional and g.state == S.COMPLETING_REBALANCE:
+            # a member of the new generation that has not synced yet; the group state is
+            # not enforced on transactional commits
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
@@ -754,7 +762,11 @@ class GroupCoordinator(ConsumerGroupMixin):
             return {tp: err for tp in offsets}
         if not self._validate_group_id(group_id):
             return all_(E.INVALID_GROUP_ID)
-        g = self._get_or_create(group_id, now_ms)
+        g = self.groups.get(group_id)
+        if g is None:
+            if generation_id >= 0:
+                return all_(E.ILLEGAL_GENERATION)  # a generation this coordinator never had
+            g = self._get_or_create(group_id, now_ms)  # a "simple" group: offsets only
         member_id = member_id or ""
         if g.consumer is not None:
             if not (member_id == "" and generation_id < 0):  # a producer without group metadata
@@ -762,14 +774,10 @@ class GroupCoordinator(ConsumerGroupMixin):
                 if err != E.NONE:
                     return all_(err)
             return self._store_offsets(g, offsets, now_ms, producer_id, producer_epoch)
-        if g.state == S.DEAD:
-            return all_(E.COORDINATOR_NOT_AVAILABLE)
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return all_(E.FENCED_INSTANCE_ID)
-        if member_id != "" and not g.has(member_id):
-            return all_(E.UNKNOWN_MEMBER_ID)  # KIP-447: the member id is enforced when set
-        if generation_id >= 0 and generation_id != g.generation_id:
-            return all_(E.ILLEGAL_GENERATION)  # ... and so is the generation
+        # KIP-447: a zombie's commit is fenced by its member id, instance id and generation
+        err = self._validate_commit(g, member_id, group_instance_id, generation_id, transactional=True)
+        if err != E.NONE:
+            return all_(err)
         return self._store_offsets(g, offsets, now_ms, producer_id, producer_epoch)
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
