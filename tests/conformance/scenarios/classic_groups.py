@@ -488,10 +488,13 @@ SCENARIOS = [
         fetch(stable=True),
     ]),
     Scenario("classic/txn/new_group", "TxnOffsetCommit to a group that does not exist yet (AddOffsetsToTxn "
-             "does not create it): accepted without a member; the group shows once committed.", topics=T2,
+             "does not create it): with a generation ILLEGAL_GENERATION (and still no group), without a member "
+             "accepted; the group shows once committed.", topics=T2,
              broker=CLASSIC, steps=[
         init_pid("p"),
         add_offsets("p"),
+        describe(),
+        txn_commit("p", {("{t}", 0): 9}, "{x}", 1),
         describe(),
         txn_commit("p", {("{t}", 0): 10}),
         describe(),
