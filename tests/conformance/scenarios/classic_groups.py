@@ -773,3 +773,50 @@ SCENARIOS += [
         fetch(stable=True),
     ]),
 ]
+
+SCENARIOS += [
+    Scenario("classic/sync/leader_never_syncs", "The leader never sends its SyncGroup: when the rebalance "
+             "timeout passes in CompletingRebalance, the members that did not sync are removed; their "
+             "Heartbeat is then UNKNOWN_MEMBER_ID.", topics=T2, broker=CLASSIC, steps=[
+        join("r1"),
+        join("j1", member=mid("r1"), rebalance=1500),
+        describe(until={"groups.0.group_state": ["Empty", "PreparingRebalance", "Stable"]}),
+        heartbeat(mid("j1"), 1),
+        sync(mid("j1"), 1, [(mid("j1"), ALL)]),
+    ]),
+    Scenario("classic/session/static_member_expires", "A static member that stops heartbeating is removed after "
+             "its session timeout like any other; its instance id joins again as a new member id.", topics=T2,
+             broker=SHORT_SESSIONS, steps=[
+        join("j1", instance="{i1}", session=1000),
+        sync(mid("j1"), 1, [(mid("j1"), ALL)], instance="{i1}"),
+        describe(until={"groups.0.group_state": "Empty"}),
+        heartbeat(mid("j1"), 1, instance="{i1}"),
+        join("j2", who="m2", instance="{i1}", session=1000),
+        describe(until={"groups.0.group_state": "CompletingRebalance"}),
+    ]),
+    Scenario("classic/offsets/delete_unreadable_subscription", "OffsetDelete on a Stable group whose members' "
+             "consumer-protocol metadata cannot be read: the subscribed topics are unknown.", topics=T2,
+             broker=CLASSIC, steps=[
+        join("j1", protocols=[("range", b"\x00")], v=3),
+        sync(mid("j1"), 1, [(mid("j1"), ALL)]),
+        commit(mid("j1"), 1),
+        offset_delete([("{t}", [0])]),
+        fetch(),
+    ]),
+    Scenario("classic/offsets/leader_epoch_and_null_metadata", "A committed leader epoch comes back from "
+             "OffsetFetch; null metadata comes back empty.", topics=T2, broker=CLASSIC, steps=[
+        call(8, 8, {"group_id": "{g}", "generation_id_or_member_epoch": -1, "member_id": "",
+                    "group_instance_id": None, "retention_time_ms": -1,
+                    "topics": [{"name": "{t}", "partitions": [
+                        {"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": 3,
+                         "committed_metadata": None},
+                        {"partition_index": 1, "committed_offset": 8, "committed_leader_epoch": -1,
+                         "committed_metadata": "m"}]}]}),
+        fetch(),
+        fetch(v=4),
+    ]),
+    Scenario("classic/describe/v6_errors", "DescribeGroups v6 of a classic group, of a group that does not "
+             "exist, and of an empty group id.", topics=T2, broker=CLASSIC, steps=stable_one() + [
+        describe(["{g}", "{h}", ""], v=6),
+    ]),
+]
