@@ -820,3 +820,27 @@ SCENARIOS += [
         describe(["{g}", "{h}", ""], v=6),
     ]),
 ]
+
+SCENARIOS += [
+    Scenario("classic/invalid/empty_group_id", "An empty group id on every classic group API.", topics=T2,
+             broker=CLASSIC, steps=[
+        sync("", 1, group=""),
+        heartbeat("", 1, group=""),
+        leave([("", None)], group=""),
+        leave("", v=2, group=""),
+        commit("", -1, group=""),
+        fetch(groups=("",), v=7),
+        offset_delete([("{t}", [0])], group=""),
+        delete_groups([""]),
+        init_pid("p"),
+        call(25, 3, {"transactional_id": "{tx}", "producer_id": ref("p.producer_id"),
+                     "producer_epoch": ref("p.producer_epoch"), "group_id": ""}),
+        txn_commit("p", {("{t}", 0): 1}, group=""),
+    ]),
+    Scenario("classic/delete/repeated_and_unknown", "DeleteGroups naming one group twice and a group that does "
+             "not exist twice.", topics=T2, broker=CLASSIC, steps=[
+        commit(offsets={("{t}", 0): 3}),
+        delete_groups(["{g}", "{u}", "{g}", "{u}"]),
+        fetch(),
+    ]),
+]
