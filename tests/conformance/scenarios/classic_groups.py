@@ -844,3 +844,38 @@ SCENARIOS += [
         fetch(),
     ]),
 ]
+
+SCENARIOS += [
+    Scenario("classic/join/new_member_during_completing", "A third member joins while the group completes a "
+             "rebalance: the follower's waiting SyncGroup and the leader's SyncGroup of that generation get "
+             "REBALANCE_IN_PROGRESS; a member id only handed out (MEMBER_ID_REQUIRED) is not a member for "
+             "Heartbeat and OffsetCommit.", topics=T2, broker=CLASSIC, steps=stable_one() + [
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2", defer=True),
+        heartbeat(mid("j1"), 1, until={"error_code": 27}),
+        join("j1b", member=mid("j1")),
+        collect("j2"),
+        sync(mid("j2"), 2, who="m2", defer=True, save="s2"),
+        describe(until={"groups.0.group_state": "CompletingRebalance"}),
+        join("r3", who="m3"),
+        heartbeat(mid("r3"), 2, who="m3"),
+        commit(mid("r3"), 2),
+        join("j3", member=mid("r3"), who="m3", defer=True),
+        collect("s2"),
+        sync(mid("j1"), 2, [(mid("j1"), ALL)]),
+        describe(),
+        heartbeat(mid("j1"), 2),
+    ]),
+    Scenario("classic/static/join_during_rebalance", "A static member's instance joins with a new member id "
+             "while the group is in PreparingRebalance: it takes the old member's place in the join phase.",
+             topics=T2, broker=CLASSIC, steps=stable_one(instance="{i1}") + [
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2", defer=True),
+        heartbeat(mid("j1"), 1, instance="{i1}", until={"error_code": 27}),
+        join("j3", who="m3", instance="{i1}", defer=True),
+        heartbeat(mid("j1"), 1, instance="{i1}", until={"error_code": 82}),
+        collect("j2"),
+        collect("j3"),
+        describe(),
+    ]),
+]
