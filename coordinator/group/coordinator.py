@@ -1054,5 +1054,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             g.offsets = offsets.get(gid, {})
             g.pending_txn_offsets = pending.get(gid, {})
             self.groups[gid] = g
+        # Kafka schedules the first group metadata cleanup one retention check interval after the
+        # load (GroupCoordinatorShard.onLoaded), not at once: an empty group without offsets
+        # outlives a restart until then
+        self._next_offsets_cleanup_ms = now_ms + self.config.offsets_retention_check_interval_ms
         self.loaded = True
         log.info("loaded %d groups from __consumer_offsets", len(self.groups))

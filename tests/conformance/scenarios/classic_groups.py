@@ -16,7 +16,7 @@ Kafka answers a JoinGroup that creates a group before the group's first record i
 and DescribeGroups and ListGroups read the committed state: a group a join has just created
 is described after polling until it shows."""
 from ..dsl import (Assignment, Scenario, Subscription, Topic, add_offsets, add_partitions, await_txn, call, collect,
-                   end_txn, init_pid, ref)
+                   end_txn, init_pid, ref, restart)
 
 CLASSIC = {"group.initial.rebalance.delay.ms": "0"}
 T2 = {"t": Topic(partitions=2)}
@@ -877,5 +877,29 @@ SCENARIOS += [
         collect("j2"),
         collect("j3"),
         describe(),
+    ]),
+]
+
+SCENARIOS += [
+    Scenario("classic/restart/state_survives_kill", "Kill -9 and restart: a Stable classic group comes back with "
+             "its generation, member and assignment (the member heartbeats on), its offsets, a transactional "
+             "commit still pending (UNSTABLE_OFFSET_COMMIT, then visible after the commit), and the Empty group "
+             "a refused JoinGroup created.", topics=T2, broker=CLASSIC, steps=[
+        join("r1", session=120000),
+        join("j1", member=mid("r1"), session=120000),
+        sync(mid("j1"), 1, [(mid("j1"), ALL)]),
+        commit(mid("j1"), 1, {("{t}", 0): 3}),
+        join("h", ptype="", group="{h}"),
+        describe(["{h}"], until={"groups.0.group_state": "Empty"}),
+        init_pid("p"),
+        add_offsets("p"),
+        txn_commit("p", {("{t}", 1): 9}, mid("j1"), 1),
+        restart(kill=True),
+        describe(["{g}", "{h}"]),
+        heartbeat(mid("j1"), 1),
+        fetch(stable=True),
+        end_txn("p", commit=True),
+        await_txn("CompleteCommit"),
+        fetch(stable=True),
     ]),
 ]
