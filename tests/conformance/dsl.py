@@ -92,6 +92,33 @@ class Call:
     # poll until every "path" equals its value (a list: any of them); only the final answer is recorded
     until: dict | None = None
     timeout_s: float = 60.0
+    # send without waiting for the answer (a JoinGroup or SyncGroup the broker holds until the
+    # rebalance moves on); ``collect(save)`` reads and records it later
+    defer: bool = False
+
+
+@dataclass
+class Collect:
+    """The answer to the deferred call saved as ``name``, read now (it waits for it)."""
+    name: str
+    label: str = ""
+
+
+def collect(name: str, label: str = "") -> Collect:
+    return Collect(name, label)
+
+
+@dataclass
+class Subscription:
+    """A ConsumerProtocolSubscription v0 (the classic protocol's member metadata) naming
+    ``topics``: encoded when the request is built, as its topics are the run's real names."""
+    topics: list
+
+
+@dataclass
+class Assignment:
+    """A ConsumerProtocolAssignment v0: ``parts`` = [(topic, [partitions]), ...]."""
+    parts: list
 
 
 # Scenarios with these broker settings run with ACLs (StandardAuthorizer) on both brokers, which

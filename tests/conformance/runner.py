@@ -8,6 +8,7 @@ or None when held topics are created like any other.
 from __future__ import annotations
 
 import re
+import struct
 import time
 import uuid
 
@@ -16,7 +17,7 @@ from minikafka.coordinator.hashing import partition_for
 from minikafka.protocol import records as rec
 from minikafka.protocol.schema import API_NAMES
 
-from .dsl import Batch, Call, Ref, Repeat, Restart, Scenario, TopicId
+from .dsl import Assignment, Batch, Call, Collect, Ref, Repeat, Restart, Scenario, Subscription, TopicId
 from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 # Brokers whose plain listener is no super user (dsl.SECURED_STRICT): plain bootstrap -> the
@@ -166,7 +167,7 @@ def _collect(obj, words: set) -> None:
     elif isinstance(obj, (list, tuple)):
         for v in obj:
             _collect(v, words)
-    elif isinstance(obj, (Call, Batch, Repeat, TopicId)):
+    elif isinstance(obj, (Call, Batch, Repeat, TopicId, Subscription, Assignment)):
         _collect(vars(obj), words)
 
 
@@ -179,6 +180,7 @@ class Run:
         self.saved: dict = {}
         self.conns: dict[str, WireClient] = {}
         self.transcript: list[dict] = []   # so far (for a report when a step fails)
+        self.deferred: dict[str, tuple] = {}  # save name -> (call, request, correlation id)
 
     def real(self, placeholder_word: str) -> str:
         return self.names["{" + placeholder_word + "}"]
@@ -193,6 +195,10 @@ class Run:
             return self.build_batch(obj)
         if isinstance(obj, TopicId):
             return self.topic_id(self.resolve(obj.topic))
+        if isinstance(obj, Subscription):
+            return _subscription(self.resolve(obj.topics))
+        if isinstance(obj, Assignment):
+            return _assignment(self.resolve(obj.parts))
         if isinstance(obj, dict):
             return {k: self.resolve(v) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
@@ -278,6 +284,9 @@ class Run:
                 if isinstance(step, Repeat):
                     transcript.append(self.repeat(i, step))
                     continue
+                if isinstance(step, Collect):
+                    transcript.append(self.collect(i, step))
+                    continue
                 transcript.append(self.call(i, step))
         finally:
             self.close()
@@ -286,6 +295,14 @@ class Run:
     def call(self, i: int, step: Call) -> dict:
         body = self.resolve(step.body)
         request = {"api": API_NAMES[step.api], "version": step.version, "body": self.norm(body)}
+        if step.defer:
+            if not step.save:
+                raise ScenarioError(f"step {i}: a deferred call needs save= (the name collect() reads)")
+            self.deferred[step.save] = (step, request, self.conn(step.conn).send(step.api, step.version, body))
+            entry = {"step": i, "request": request, "response": {"deferred": True}}
+            if step.label:
+                entry["label"] = step.label
+            return entry
         deadline = time.monotonic() + step.timeout_s
         while True:
             try:
@@ -324,6 +341,17 @@ class Run:
         return entry
 
 
+    def collect(self, i: int, step: Collect) -> dict:
+        """Read the answer to a deferred call; recorded as this step's answer."""
+        call, sent, corr = self.deferred.pop(step.name)
+        resp = self.conn(call.conn).receive(call.api, call.version, corr)
+        self.saved[step.name] = resp
+        request = {"api": sent["api"], "version": sent["version"], "collect": step.name}
+        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(resp))}
+        if step.label:
+            entry["label"] = step.label
+        return entry
+
     def repeat(self, i: int, step: Repeat) -> dict:
         """Send the call ``times`` times, pipelined; record the last answer (and, in the request,
         how many times it was sent). Every answer must carry the same error code as the first:
@@ -350,6 +378,24 @@ class Run:
         if call.label:
             entry["label"] = call.label
         return entry
+
+
+def _string(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def _subscription(topics) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics, user data (null)."""
+    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics) + struct.pack(">i", -1))
+
+
+def _assignment(parts) -> bytes:
+    """ConsumerProtocolAssignment v0: version, [topic, partitions], user data (null)."""
+    out = struct.pack(">hi", 0, len(parts))
+    for topic, partitions in parts:
+        out += _string(topic) + struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
+    return out + struct.pack(">i", -1)
 
 
 def _safe_lookup(obj, path):
