@@ -52,6 +52,10 @@ log = logging.getLogger("minikafka.storage")
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
 _LOG_SWAP = LOG_SUFFIX + SWAP_SUFFIX  # a cleaner swap a crash interrupted
+# append errors Kafka answers without the log start offset (its appendToLocalLog catches these
+# apart from the rest)
+NO_LOG_START_OFFSET = frozenset((ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
+                                 ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.KAFKA_STORAGE_ERROR))
 
 
 class FlushStats:
@@ -415,15 +419,26 @@ class UnifiedLog:
         if not buf:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              "Produce requests with version 3 and above must have at least one record batch")
-        batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
         try:
+            # Kafka's first check of a client's batch, before its size and CRC
+            base = rec.base_offset_of(buf) if is_from_client and len(buf) >= rec.LOG_OVERHEAD else 0
+            if base != 0:
+                raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch in the append to "
+                                                           f"{self.name} should be 0, but it is {base}")
+            batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
             if is_from_client:
                 for _, h in batches:
                     validate_client_batch(h, self.name)
-            validate_records(buf, batches, config, now_ms, self.name, is_from_client and config.compact_enabled)
+            for i, ts in validate_records(buf, batches, config, now_ms, self.name,
+                                          is_from_client and config.compact_enabled):
+                pos = batches[i][0]
+                rec.set_create_time_max(buf, pos, ts)
+                batches[i] = (pos, rec.parse_header(buf, pos))
         except KafkaError as e:
-            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord)
-            e.log_start_offset = self.log_start_offset
+            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord),
+            # but not with a corrupt or oversized batch (ReplicaManager.appendToLocalLog lists those)
+            if e.code not in NO_LOG_START_OFFSET:
+                e.log_start_offset = self.log_start_offset
             raise
         if config.compression_type != "producer":
             buf, batches = _recompress(buf, batches, config)
