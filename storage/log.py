@@ -726,13 +726,8 @@ class UnifiedLog:
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record with the largest timestamp (ListOffsets -3)."""
-        best = None
-        for seg in self.segments:
-            if seg.max_timestamp_so_far >= 0 and (best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far):
-                best = seg
-        if best is None:
-            return None
-        return best.find_max_timestamp_offset()
+        # the first segment with the largest max timestamp (Kafka's Stream.max keeps the first of equals)
+        return max(self.segments, key=_max_timestamp).find_max_timestamp_offset()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)
@@ -934,6 +929,10 @@ class UnifiedLog:
     def __repr__(self) -> str:
         return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
                 f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
+
+
+def _max_timestamp(seg: LogSegment) -> int:
+    return seg.max_timestamp_so_far
 
 
 def _recompress(buf: bytearray, batches, config: LogConfig):
