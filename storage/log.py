@@ -441,7 +441,15 @@ class UnifiedLog:
                 e.log_start_offset = self.log_start_offset
             raise
         if config.compression_type != "producer":
+            sent = buf
             buf, batches = _recompress(buf, batches, config)
+            if buf is not sent:
+                # re-encoded batches may have grown past max.message.bytes (Kafka checks them again)
+                for _, h in batches:
+                    if h.size > config.max_message_bytes:
+                        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                         f"Message batch size is {h.size} bytes in append to partition {self.name} "
+                                         f"which exceeds the maximum configured size of {config.max_message_bytes}.")
 
         total = len(buf)
         if total > config.effective_segment_bytes:

@@ -295,6 +295,18 @@ SCENARIOS += [
         send(plain(["y" * 5000], compression=1)),
         latest(),
     ]),
+    Scenario("produce_validation/message_too_large_after_recompression", "compression.type=uncompressed and "
+             "max.message.bytes=1000: a gzip batch under the limit whose records are over it once decompressed; "
+             "then compression.type=gzip: an uncompressed batch over the limit that gzip would shrink.",
+             topics={"t": Topic(configs={"compression.type": "uncompressed", "max.message.bytes": "1000"}),
+                     "g": Topic(configs={"compression.type": "gzip", "max.message.bytes": "1000"})}, steps=[
+        send(plain(["y" * 5000], compression=1)),
+        send(plain(["y" * 500, "z" * 500], compression=1)),
+        send(plain(["y" * 5000]), topic="{g}"),
+        send(plain(["y" * 500]), topic="{g}"),
+        latest(),
+        latest(topic="{g}"),
+    ]),
     Scenario("produce_validation/record_list_too_large", "A batch larger than the topic's segment.bytes (its "
              "max.message.bytes allows it): RECORD_LIST_TOO_LARGE; one that fits is written.",
              topics={"t": Topic(configs={"segment.bytes": "1048576", "max.message.bytes": "4000000"})}, steps=[
