@@ -21,8 +21,9 @@ import zlib
 
 from minikafka.protocol import records as rec
 
-from ..dsl import (Batch, Scenario, Topic, add_partitions, await_txn, batch, call, delete_records, end_txn, fetch,
-                   idem_produce, init_pid, list_offsets, produce, produce_parts, restart, txn_produce)
+from ..dsl import (TV2, Batch, Scenario, Topic, add_partitions, await_txn, batch, call, delete_records,
+                   describe_producers, describe_txn, end_txn, fetch, idem_produce, init_pid, list_offsets, produce,
+                   produce_parts, restart, txn_produce)
 
 RC, RU = 1, 0
 HOUR = 3_600_000
@@ -402,6 +403,57 @@ SCENARIOS += [
         *[send(plain(["a"], timestamps=[0], base_time=ts), topic=topic) for topic in ("{t}", "{u}")
           for ts in (-1, -5)],
         list_offsets(topic="{u}", timestamp=-3, isolation=RU),
+    ]),
+]
+
+# ---------------------------------------------------------------- refused batches of producers with state
+# A refused batch must leave the producer's sequence and the transaction as they were: the
+# producer retries it, or goes on, with the same sequence.
+
+SCENARIOS += [
+    Scenario("produce_validation/idempotent_after_refusal", "An idempotent producer's batch refused for a wrong "
+             "CRC, a keyless record on a compacted topic and a timestamp out of bounds: the retry with the same "
+             "sequence is written, the producer's state shows only it.",
+             topics={"t": Topic(configs={"cleanup.policy": "compact",
+                                         "message.timestamp.before.max.ms": str(HOUR)})}, steps=[
+        init_pid("a", txn=None),
+        produce(batch("a", ["x"], 0, keys=["k"], corrupt=wrong_crc)),
+        produce(batch("a", ["x"], 0, keys=[None])),
+        produce(batch("a", ["x"], 0, keys=["k"], timestamps=[-2 * HOUR])),
+        produce(batch("a", ["x"], 0, keys=["k"], corrupt=header_field(">q", rec.BASE_OFFSET_OFFSET, 3))),
+        describe_producers(),
+        produce(batch("a", ["x"], 0, keys=["k"])),
+        produce(batch("a", ["x"], 0, keys=["k"]), label="a duplicate"),
+        produce(batch("a", ["y"], 1, keys=["k"])),
+        describe_producers(),
+    ]),
+    Scenario("produce_validation/txn_refused_batch_v3", "A transactional batch refused for a wrong CRC after "
+             "AddPartitionsToTxn (Produce v9): the transaction holds the partition, the LSO does not move, the "
+             "retry goes in and the commit covers it.", steps=[
+        init_pid("a"),
+        add_partitions("a"),
+        produce(batch("a", ["x"], 0, transactional=True, corrupt=wrong_crc), txn="{tx}"),
+        list_offsets(isolation=RC),
+        describe_producers(),
+        produce(batch("a", ["x"], 0, transactional=True), txn="{tx}"),
+        end_txn("a"),
+        await_txn("CompleteCommit"),
+        fetch(isolation=RC),
+    ]),
+    Scenario("produce_validation/txn_refused_batch_v12", "Transactions V2: a first transactional batch (Produce "
+             "v12, which adds its partition) refused for a wrong CRC, then for a base offset of 4: is the "
+             "partition in the transaction?", features=TV2, steps=[
+        init_pid("a", v=5),
+        produce(batch("a", ["x"], 0, transactional=True, corrupt=wrong_crc), txn="{tx}", v=12),
+        describe_txn(),
+        produce(batch("a", ["x"], 0, transactional=True, corrupt=header_field(">q", rec.BASE_OFFSET_OFFSET, 4)),
+                txn="{tx}", v=12),
+        describe_txn(),
+        list_offsets(isolation=RC),
+        produce(batch("a", ["x"], 0, transactional=True), txn="{tx}", v=12),
+        end_txn("a", v=5),
+        await_txn("CompleteCommit"),
+        fetch(isolation=RC),
     ]),
 ]
 
