@@ -27,19 +27,43 @@ def _check_single_batch(records, version: int):
     if records[rec.MAGIC_OFFSET] != rec.MAGIC:
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
                                                    f"contain record batches with magic version 2")
-    if version < 7 and size >= rec.HEADER_SIZE:
-        codec = records[rec.ATTRIBUTES_OFFSET + 1] & rec.COMPRESSION_MASK
-        if codec == rec.Compression.ZSTD:
-            raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are "
-                                                                     f"not allowed to use ZStandard compression")
-        if codec > rec.Compression.ZSTD:  # Kafka's CompressionType.forId throws (not an ApiException)
-            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {codec}")
+    if version < 7 and size >= rec.HEADER_SIZE and _codec(records) == rec.Compression.ZSTD:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are "
+                                                                 f"not allowed to use ZStandard compression")
     if size == len(records):
         return records
     if rec.next_batch_size(records, size) is not None:
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
                                                    f"contain exactly one record batch per partition")
     return records[:size]
+
+
+def _codec(records) -> int:
+    return records[rec.ATTRIBUTES_OFFSET + 1] & rec.COMPRESSION_MASK
+
+
+def _unknown_codec_before_v7(conn, req, by_id: bool) -> KafkaError | None:
+    """Produce v3-v6: Kafka's validateRecords reads the codec of the batch of every partition it
+    serves (to refuse zstd); a codec id of 5-7 makes that read throw (CompressionType.forId), no
+    Kafka error, before anything is appended: every partition of the request gets
+    UNKNOWN_SERVER_ERROR."""
+    broker = conn.broker
+    for t in req["topic_data"]:
+        name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
+        if topic_err is not None or not conn.authorize(WRITE, TOPIC, name):
+            continue
+        for p in t["partition_data"]:
+            records = p["records"]
+            if not records or broker.get_log(name, p["index"]) is None:
+                continue
+            try:
+                size = rec.next_batch_size(records)
+            except KafkaError:
+                continue
+            if (size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
+                    and _codec(records) > rec.Compression.ZSTD):
+                return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {_codec(records)}")
+    return None
 
 
 # (The loops over partitions read the decoded request by subscript: an attribute of a decoded
@@ -103,11 +127,14 @@ async def handle(conn, header, req):
         transactional, request_error = False, e
     refused = transactional and (
         transactional_id is None or not conn.authorize(WRITE, TRANSACTIONAL_ID, transactional_id))
+    if request_error is None and not refused and header.api_version < 7:
+        request_error = _unknown_codec_before_v7(conn, req, by_id)
     # transactional batches of more than one producer (id and epoch) in one request: Kafka's
     # handleProduceAppend throws InvalidPidMappingException before appending anything, and
     # every partition of the request gets it, as above. (Without a transactional first batch
     # there is no transactional producer: the scan is skipped.)
-    if transactional and not refused and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1:
+    if (request_error is None and transactional and not refused
+            and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1):
         request_error = KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
     for t in req["topic_data"]:
         name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)

@@ -221,10 +221,13 @@ SCENARIOS = [
         latest(),
     ]),
     Scenario("produce_validation/unknown_compression_codec", "Compression codec ids 5, 6 and 7 in the attributes "
-             "(CRC recomputed), at Produce v9 and v3.", steps=[
+             "(CRC recomputed), at Produce v9 and v3; at v3 and v9 beside a good partition.",
+             topics={"t": Topic(partitions=2)}, steps=[
         *[send(plain(corrupt=attributes(codec))) for codec in (5, 6, 7)],
         send(plain(corrupt=attributes(5)), v=3),
-        latest(),
+        *[produce_parts([("{t}", 0, plain(["a"])), ("{t}", 1, plain(["b"], corrupt=attributes(6)))], v=v)
+          for v in (3, 9)],
+        *[list_offsets(partition=p, isolation=RU) for p in (0, 1)],
     ]),
     Scenario("produce_validation/zstd_before_v7", "A zstd batch at Produce v3 and v6 (zstd needs v7+), then at "
              "v7.", steps=[
