@@ -85,6 +85,22 @@ def _has_transactional_records(req) -> bool:
     return False
 
 
+def _by_partition(req, by_id: bool) -> list[tuple[dict, dict]]:
+    """The request's topics, each once, with {partition: records}: Kafka keys a Produce request's
+    partitions by topic and partition (handleProduceRequest's maps), so a partition named twice
+    is appended and answered once, with the records named last, and a topic named twice is one
+    entry of the answer."""
+    topics: dict = {}
+    for t in req["topic_data"]:
+        entry = topics.get(t["topic_id"] if by_id else t["name"])
+        if entry is None:
+            entry = topics[t["topic_id"] if by_id else t["name"]] = (t, {})
+        by_index = entry[1]
+        for p in t["partition_data"]:
+            by_index[p["index"]] = p["records"]
+    return list(topics.values())
+
+
 def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tuple[int, int]]:
     """(producer id, epoch) of the transactional batches bound for existing partitions with
     well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
@@ -136,11 +152,10 @@ async def handle(conn, header, req):
     if (request_error is None and transactional and not refused
             and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1):
         request_error = KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
-    for t in req["topic_data"]:
+    for t, by_index in _by_partition(req, by_id):
         name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
         parts = []
-        for p in t["partition_data"]:
-            index, records = p["index"], p["records"]
+        for index, records in by_index.items():
             r = {"index": index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
                  "log_start_offset": -1, "record_errors": [], "error_message": None}
             try:

@@ -230,11 +230,13 @@ SCENARIOS = [
         *[list_offsets(partition=p, isolation=RU) for p in (0, 1)],
     ]),
     Scenario("produce_validation/zstd_before_v7", "A zstd batch at Produce v3 and v6 (zstd needs v7+), then at "
-             "v7.", steps=[
+             "v7; at v3 beside a good partition and an empty one.", topics={"t": Topic(partitions=3)}, steps=[
         send(plain(["z"], compression=4), v=3),
         send(plain(["z"], compression=4), v=6),
         send(plain(["z"], compression=4), v=7),
         fetch(isolation=RU),
+        produce_parts([("{t}", 0, plain(["z"], compression=4)), ("{t}", 1, plain(["a"])), ("{t}", 2, b"")], v=3),
+        *[list_offsets(partition=p, isolation=RU) for p in (0, 1, 2)],
     ]),
     Scenario("produce_validation/producer_set_log_append_time", "A client batch with the LogAppendTime attribute "
              "on a CreateTime topic, at v3 and v9, uncompressed and gzip.", steps=[
@@ -275,7 +277,18 @@ SCENARIOS += [
         send(plain(), topic=uuid.UUID("00000000-0000-0000-0000-00000000abcd"), v=13),
         send(plain(), v=13),
         send(plain(), topic="{nosuch}", v=11),
+        send(plain(), partition=3, v=13),
         list_offsets(topic="{nosuch}"),
+    ]),
+    Scenario("produce_validation/duplicate_partition", "One partition twice in one Produce (two batches), and "
+             "one topic twice: how many answers, and what is written.", steps=[
+        produce_v(9, [{"name": "{t}", "partition_data": [{"index": 0, "records": plain(["a"])},
+                                                          {"index": 0, "records": plain(["b"])}]}]),
+        produce_v(9, [{"name": "{t}", "partition_data": [{"index": 0, "records": plain(["c"])}]},
+                      {"name": "{t}", "partition_data": [{"index": 0, "records": plain(["d"])}]}]),
+        produce_v(9, [{"name": "{t}", "partition_data": [{"index": 0, "records": plain(["e"])},
+                                                          {"index": 0, "records": plain(["f"], corrupt=wrong_crc)}]}]),
+        fetch(isolation=RU),
     ]),
     Scenario("produce_validation/error_fields_by_version", "A partition that does not exist and a wrong CRC at "
              "Produce v3, v8, v10, v11 and v12: which fields each version answers.",
