@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 ApiKey = int
 
@@ -76,6 +76,13 @@ class Batch:
     # per-record timestamps in ms relative to the time the request is built (-3600000: an hour ago);
     # None: every record is stamped now
     timestamps: list | None = None
+    # the time ``timestamps`` are relative to, in ms since the epoch (None: when the request is
+    # built); a fixed one for timestamp lookups (ListOffsets), whose targets are then fixed too
+    base_time: int | None = None
+    compression: int = 0            # the codec id (protocol/records.py Compression)
+    # the built bytes -> bytes a client should never send (a wrong CRC, a count that does not
+    # match the records): a scenario module's helper that names what it breaks
+    corrupt: Callable[[bytes], bytes] | None = None
 
 
 @dataclass

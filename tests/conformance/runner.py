@@ -207,15 +207,16 @@ class Run:
 
     def build_batch(self, b: Batch) -> bytes:
         pid, epoch, seq = self.resolve(b.pid), self.resolve(b.epoch), self.resolve(b.seq)
-        now = int(time.time() * 1000)
+        now = int(time.time() * 1000) if b.base_time is None else b.base_time
         if b.control:
             return rec.build_control_batch(pid, epoch, b.control == "COMMIT", b.coordinator_epoch, now)
         stamps = [now + d for d in b.timestamps] if b.timestamps is not None else [now] * len(b.values)
         records = [rec.Record(i, stamps[i], None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
                               None if v is None else self.resolve(v).encode(), ())
                    for i, v in enumerate(b.values)]
-        return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                               is_transactional=b.transactional)
+        built = rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                is_transactional=b.transactional, compression=b.compression)
+        return built if b.corrupt is None else b.corrupt(built)
 
     def topic_id(self, name: str):
         with open_main(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
