@@ -607,8 +607,9 @@ SCENARIOS += [
         join("r1"),
         join("j1", member=mid("r1"), rebalance=1500),
         sync(mid("j1"), 1, [(mid("j1"), ALL)]),
-        join("r2", who="m2"),
-        join("j2", member=mid("r2"), who="m2", defer=True),
+        join("r2", who="m2", rebalance=1500),
+        # (the group's rebalance timeout is its members' largest: 1.5 s, not the default 60 s)
+        join("j2", member=mid("r2"), who="m2", rebalance=1500, defer=True),
         collect("j2"),
         heartbeat(mid("j1"), 1),
         commit(mid("j1"), 1),
