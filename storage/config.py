@@ -414,7 +414,14 @@ class ConfigEntry(NamedTuple):
 
 # broker properties that Kafka defines without a default value: DescribeConfigs lists no
 # DEFAULT_CONFIG synonym for them (flush.ms falls back to log.flush.scheduler.interval.ms)
-_BROKER_PROPS_WITHOUT_DEFAULT = frozenset({"log.flush.interval.ms"})
+# (log.retention.ms, log.roll.ms, log.roll.jitter.ms: Kafka's default is null and the *.hours key's
+# applies; recorded: no synonym)
+_BROKER_PROPS_WITHOUT_DEFAULT = frozenset({"log.flush.interval.ms", "log.retention.ms", "log.roll.ms",
+                                           "log.roll.jitter.ms"})
+# Kafka 4.1's controller writes a cluster-wide dynamic min.insync.replicas (the static value) when
+# it bootstraps with eligible leader replicas on (ConfigurationControlManager's ELR safety records),
+# so a topic without an override reports it as DYNAMIC_DEFAULT_BROKER_CONFIG (recorded)
+_CLUSTER_DYNAMIC_AT_BOOTSTRAP = frozenset({"min.insync.replicas"})
 
 
 def describe_configs(config: LogConfig, names: list[str] | None = None,
@@ -437,11 +444,18 @@ def describe_configs(config: LogConfig, names: list[str] | None = None,
         if d.name in config.topic_overrides:
             source = ConfigSource.TOPIC_CONFIG
             synonyms.append(ConfigSynonym(d.name, value, ConfigSource.TOPIC_CONFIG))
+        elif d.name in _CLUSTER_DYNAMIC_AT_BOOTSTRAP:
+            source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         elif d.name in config.broker_overrides:
             source = ConfigSource.STATIC_BROKER_CONFIG
         else:
             source = ConfigSource.DEFAULT_CONFIG
         if include_synonyms:
+            if d.name in _CLUSTER_DYNAMIC_AT_BOOTSTRAP:
+                static = config.broker_overrides.get(d.name)  # the value the controller copied
+                synonyms.append(ConfigSynonym(d.broker_synonyms[0][0], static[1] if static else
+                                              format_value(d, getattr(defaults, d.attr)),
+                                              ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
             if d.name in config.broker_overrides:
                 prop, raw = config.broker_overrides[d.name]
                 synonyms.append(ConfigSynonym(prop, raw, ConfigSource.STATIC_BROKER_CONFIG))

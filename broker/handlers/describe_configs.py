@@ -5,6 +5,7 @@ from minikafka.storage.config import describe_configs
 from ..config import DEFS, DYNAMIC_BROKER_CONFIGS, LONG_MAX
 from .. import group_configs
 from . import alter_configs_common as ac, loggers
+from .common import topic_name_error
 
 API_KEY = 32
 VERSIONS = (1, 4)
@@ -81,6 +82,8 @@ async def handle(conn, header, req):
             if refused:
                 raise refused
             if res.resource_type == TOPIC:
+                if topic_name_error(res.resource_name) is not None:  # "" too (recorded)
+                    raise KafkaError(topic_name_error(res.resource_name), f"Topic name {res.resource_name!r} is illegal")
                 if res.resource_name not in broker.logs.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 entries = describe_configs(broker.logs.topic_config(res.resource_name), None,
