@@ -16,6 +16,12 @@ async def handle(conn, header, req):
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(n, ZERO_UUID) for n in req.topic_names]
+    if not broker.config["delete.topic.enable"]:
+        # Kafka checks this before anything else and answers every entry as given, without a
+        # message (before v3, which has no TOPIC_DELETION_DISABLED, the request is invalid)
+        code = ErrorCode.TOPIC_DELETION_DISABLED if header.api_version >= 3 else ErrorCode.INVALID_REQUEST
+        return {"throttle_time_ms": 0, "responses": [{"name": n, "topic_id": i, "error_code": int(code),
+                                                      "error_message": None} for n, i in wanted]}
     names = [n for n, i in wanted if n is not None and i == ZERO_UUID]
     ids = [i for n, i in wanted if n is None and i != ZERO_UUID]
     out, duplicates = [], set()
@@ -43,8 +49,6 @@ async def handle(conn, header, req):
             info = broker.logs.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            if not broker.config["delete.topic.enable"]:
-                raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED)
             res["topic_id"] = info.topic_id
             broker.logs.delete_topic(name)
             broker.notify_data()

@@ -8,9 +8,9 @@ after DeleteTopics answers), so a step after a deletion or a creation polls (``g
 ``served``) before it looks."""
 import uuid
 
-from ..dsl import (Scenario, Topic, add_partitions, await_txn, batch, call, delete_records, describe_producers,
-                   describe_txn, end_txn, fetch, fetch_parts, idem_produce, init_pid, list_offsets, produce, ref,
-                   txn_produce)
+from ..dsl import (Scenario, Topic, add_offsets, add_partitions, await_txn, batch, call, delete_records,
+                   describe_producers, describe_txn, end_txn, fetch, fetch_parts, idem_produce, init_pid, list_offsets,
+                   offset_fetch, produce, ref, txn_offset_commit, txn_produce)
 
 ZERO = uuid.UUID(int=0)
 RC, RU = 1, 0
@@ -257,6 +257,56 @@ SCENARIOS = [
     ]),
 ]
 
+SCENARIOS += [
+    Scenario("admin_race/delete_topic_then_fence", "A new instance of the producer (InitProducerId) while its "
+             "transaction is open on a deleted topic: the coordinator aborts it (markers to a gone partition) "
+             "and the new epoch begins.", steps=[
+        *begin(),
+        txn_produce("a", ["x"]),
+        delete_names("{t}"),
+        gone(),
+        init_pid("b", retry_while=(51,)),
+        await_txn("Empty"),
+    ]),
+    Scenario("admin_race/delete_recreate_idempotent", "An idempotent producer's next sequence to a topic deleted "
+             "and re-created under the same name (the new partition knows no producer), then from 0.", steps=[
+        init_pid("a", txn=None),
+        idem_produce("a", ["x"], seq=0),
+        idem_produce("a", ["y"], seq=1),
+        delete_names("{t}"),
+        gone(),
+        create1("{t}"),
+        served(),
+        idem_produce("a", ["z"], seq=2),
+        idem_produce("a", ["z"], seq=0),
+        describe_producers(),
+    ]),
+    Scenario("admin_race/txn_offset_commit_deleted_topic", "TxnOffsetCommit in a transaction for a topic deleted "
+             "meanwhile, then the commit, and what OffsetFetch shows.", steps=[
+        *begin(),
+        txn_produce("a", ["x"]),
+        add_offsets("a"),
+        delete_names("{t}"),
+        gone(),
+        txn_offset_commit("a", {("{t}", 0): 1}),
+        end_txn("a", commit=True),
+        await_txn("CompleteCommit"),
+        offset_fetch(),
+    ]),
+    Scenario("admin_race/max_message_bytes_open_txn", "max.message.bytes lowered while a transaction is open on "
+             "the topic: the next, larger batch of the transaction is MESSAGE_TOO_LARGE; a small one goes on; "
+             "the commit.", steps=[
+        *begin(),
+        txn_produce("a", ["x"]),
+        alter_topic([("max.message.bytes", SET, "100")]),
+        txn_produce("a", ["y" * 200], seq=1),
+        txn_produce("a", ["z"], seq=1),
+        end_txn("a", commit=True),
+        await_txn("CompleteCommit"),
+        fetch(isolation=RC),
+    ]),
+]
+
 # ------------------------------------------------------------------ admin_topics: CreateTopics
 
 SCENARIOS += [
@@ -321,6 +371,12 @@ SCENARIOS += [
         create1("{g}", configs={"compression.type": "zstd", "min.cleanable.dirty.ratio": "1.5"}),
         describe_cfg(TOPIC, "{a}", ["cleanup.policy", "retention.ms"]),
     ]),
+    Scenario("admin_topics/create/internal_names", "CreateTopics of the internal topics' names (they exist) and "
+             "of a new name starting with '__'.", topics={}, steps=[
+        create1("__consumer_offsets"),
+        create1("__transaction_state", validate_only=True),
+        create1("__conformance_new_internal_looking", validate_only=True),
+    ]),
     Scenario("admin_topics/create/old_versions", "CreateTopics v4 (no configs in the answer) and v5 (configs, "
              "no topic id).", topics={}, steps=[
         create1("{a}", v=4),
@@ -351,6 +407,14 @@ SCENARIOS += [
              steps=[
         metadata("{t}", save="m"),
         delete_v6(("{t}", ref("m.topics.0.topic_id"))),
+        metadata("{t}"),
+    ]),
+    Scenario("admin_topics/delete/disabled", "DeleteTopics with delete.topic.enable=false: by name, by id, "
+             "unknown; the topic stays.", broker={"delete.topic.enable": "false"}, steps=[
+        metadata("{t}", save="m"),
+        delete_names("{t}"),
+        delete_v6(ref("m.topics.0.topic_id")),
+        delete_names("{nosuch}"),
         metadata("{t}"),
     ]),
     Scenario("admin_topics/delete/internal_topics", "DeleteTopics of __consumer_offsets (v5) and "
@@ -436,12 +500,14 @@ SCENARIOS += [
         describe_cfg(TOPIC, "{t}", ["cleanup.policy"], synonyms=True, v=1),
         describe_cfg(TOPIC, "{t}", ["cleanup.policy"], synonyms=True, v=3),
     ]),
-    Scenario("admin_configs/describe/broker", "DescribeConfigs of this broker (some keys, with synonyms), of an unknown broker id, of a non-numeric id, and of an unknown resource type.",
+    Scenario("admin_configs/describe/broker", "DescribeConfigs of this broker (some keys, with synonyms), of the cluster-wide "
+             "dynamic defaults (resource ''), of an unknown broker id, of a non-numeric id, and of an unknown resource type.",
              topics={}, steps=[
         describe_cfg(BROKER, "1", ["log.retention.ms", "num.partitions", "auto.create.topics.enable",
                                    "log.cleanup.policy", "message.max.bytes", "min.insync.replicas",
                                    "compression.type", "log.retention.hours", "delete.topic.enable"],
                      synonyms=True),
+        describe_cfg(BROKER, "", synonyms=True),
         describe_cfg(BROKER, "7", ["num.partitions"]),
         describe_cfg(BROKER, "abc", ["num.partitions"]),
         describe_cfg(UNKNOWN_RESOURCE, "x"),
