@@ -101,16 +101,13 @@ def incremental_overrides(current: dict[str, str], configs, list_values) -> dict
 
 def _append_or_subtract(values: list[str], op: int, value: str) -> str:
     """A LIST config's new value: ``value``'s items appended (those not there yet) or removed."""
-    value_before = ",".join(values)
     values = list(values)
     for v in value.split(","):
         if op == APPEND and v not in values:
             values.append(v)
         elif op == SUBTRACT and v in values:
             values.remove(v)
-    # Kafka 4.1 keeps a list that a SUBTRACT would empty as it was (recorded: cleanup.policy
-    # "compact" minus "compact" is still "compact")
-    return ",".join(values) if values or op == APPEND else value_before
+    return ",".join(values)
 
 
 

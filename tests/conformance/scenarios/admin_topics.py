@@ -80,6 +80,12 @@ def describe_cfg(rtype: int, name: str, keys=None, synonyms: bool = False, docs:
                         "include_synonyms": synonyms, "include_documentation": docs}, **kw)
 
 
+def settled(key: str, value, name: str = "{t}", **kw):
+    """DescribeConfigs of one topic key until it shows ``value``: Kafka's broker applies a config
+    change from the metadata log a moment after the controller answered the alter."""
+    return describe_cfg(TOPIC, name, [key], until={"results.0.configs.0.value": value}, **kw)
+
+
 def incremental(resources, validate_only: bool = False, **kw):
     """IncrementalAlterConfigs: resources = [(type, name, [(key, op, value), ...]), ...]."""
     return call(44, 1, {"resources": [{"resource_type": t, "resource_name": n, "configs": [
@@ -234,7 +240,7 @@ SCENARIOS = [
         *begin(),
         produce(batch("a", ["x"], keys=["k"], transactional=True), txn="{tx}"),
         alter_topic([("cleanup.policy", SET, "compact")]),
-        describe_cfg(TOPIC, "{t}", ["cleanup.policy"]),
+        settled("cleanup.policy", "compact"),
         produce(batch("a", ["nokey"], seq=1, transactional=True), txn="{tx}"),
         produce(batch("a", ["y"], seq=1, keys=["k"], transactional=True), txn="{tx}"),
         end_txn("a", commit=True),
@@ -299,6 +305,7 @@ SCENARIOS += [
         *begin(),
         txn_produce("a", ["x"]),
         alter_topic([("max.message.bytes", SET, "100")]),
+        settled("max.message.bytes", "100"),
         txn_produce("a", ["y" * 200], seq=1),
         txn_produce("a", ["z"], seq=1),
         end_txn("a", commit=True),
@@ -340,6 +347,7 @@ SCENARIOS += [
         create1("{e}", rf=2),
         create1("{f}", rf=0),
         create1("{g}", rf=-2),
+        served("{b}"),
         metadata("{b}"),
     ]),
     Scenario("admin_topics/create/manual_assignments", "Replica assignments: this node for two partitions; an "
@@ -351,6 +359,7 @@ SCENARIOS += [
         create(new_topic("{d}", -1, -1, [(1, [1])])),
         create(new_topic("{e}", 1, -1, [(0, [1])])),
         create(new_topic("{f}", -1, -1, [(0, [])])),
+        served("{a}", 1),
         metadata("{a}"),
     ]),
     Scenario("admin_topics/create/validate_only", "validate_only creates nothing: its answer (v7 topic id, "
@@ -369,7 +378,7 @@ SCENARIOS += [
         create1("{e}", configs={"min.insync.replicas": "0"}),
         create1("{f}", configs={"retention.ms": None}),
         create1("{g}", configs={"compression.type": "zstd", "min.cleanable.dirty.ratio": "1.5"}),
-        describe_cfg(TOPIC, "{a}", ["cleanup.policy", "retention.ms"]),
+        describe_cfg(TOPIC, "{a}", ["cleanup.policy", "retention.ms"], until={"results.0.error_code": 0}),
     ]),
     Scenario("admin_topics/create/internal_names", "CreateTopics of the internal topics' names (they exist) and "
              "of a new name starting with '__'.", topics={}, steps=[
@@ -520,6 +529,7 @@ SCENARIOS += [
              "override's source, DELETE of a key never set, validate_only, a bad value, an unknown key, a read-"
              "only-looking key.", steps=[
         alter_topic([("retention.ms", SET, "7200000"), ("max.message.bytes", SET, "2000000")]),
+        settled("retention.ms", "7200000"),
         describe_cfg(TOPIC, "{t}", ["retention.ms", "max.message.bytes"], synonyms=True),
         alter_topic([("retention.ms", DELETE, None), ("segment.ms", DELETE, None)]),
         alter_topic([("retention.bytes", SET, "1000")], validate_only=True),
@@ -527,18 +537,19 @@ SCENARIOS += [
         alter_topic([("no.such.config", SET, "1")]),
         alter_topic([("min.insync.replicas", SET, "0")]),
         alter_topic([("retention.ms", SET, None)]),
+        settled("retention.ms", "604800000"),
         describe_cfg(TOPIC, "{t}", ["retention.ms", "max.message.bytes", "retention.bytes"]),
     ]),
     Scenario("admin_configs/incremental/list_ops", "APPEND and SUBTRACT on the list-typed cleanup.policy: append "
              "a new value, an existing one, subtract one, subtract the last, on a non-list key.", steps=[
         alter_topic([("cleanup.policy", APPEND, "compact")]),
-        describe_cfg(TOPIC, "{t}", ["cleanup.policy"]),
+        settled("cleanup.policy", "delete,compact"),
         alter_topic([("cleanup.policy", APPEND, "compact")]),
         describe_cfg(TOPIC, "{t}", ["cleanup.policy"]),
         alter_topic([("cleanup.policy", SUBTRACT, "delete")]),
-        describe_cfg(TOPIC, "{t}", ["cleanup.policy"]),
+        settled("cleanup.policy", "compact"),
         alter_topic([("cleanup.policy", SUBTRACT, "compact")]),
-        describe_cfg(TOPIC, "{t}", ["cleanup.policy"], synonyms=True),
+        settled("cleanup.policy", "", synonyms=True),
         alter_topic([("retention.ms", APPEND, "5")]),
         alter_topic([("cleanup.policy", APPEND, "bogus")]),
         alter_topic([("cleanup.policy", 7, "compact")]),
@@ -557,11 +568,13 @@ SCENARIOS += [
              "keys not given go back to their defaults; validate_only; a bad value; an unknown topic.",
              topics={"t": Topic(configs={"retention.ms": "3600000", "max.message.bytes": "2000000"})}, steps=[
         legacy_alter([(TOPIC, "{t}", {"segment.ms": "7200000"})]),
+        settled("segment.ms", "7200000"),
         describe_cfg(TOPIC, "{t}", ["retention.ms", "max.message.bytes", "segment.ms"]),
         legacy_alter([(TOPIC, "{t}", {"retention.ms": "1"})], validate_only=True),
         legacy_alter([(TOPIC, "{t}", {"retention.ms": "x"})]),
         legacy_alter([(TOPIC, "{nosuch}", {"retention.ms": "1"})]),
         legacy_alter([(TOPIC, "{t}", {})]),
+        settled("segment.ms", "604800000"),
         describe_cfg(TOPIC, "{t}", ["retention.ms", "max.message.bytes", "segment.ms"]),
         legacy_alter([(TOPIC, "{t}", {"retention.ms": "1"})], v=0),
     ]),
