@@ -8,7 +8,7 @@ after DeleteTopics answers), so a step after a deletion or a creation polls (``g
 ``served``) before it looks."""
 import uuid
 
-from ..dsl import (Scenario, Topic, add_offsets, add_partitions, await_txn, batch, call, delete_records,
+from ..dsl import (TV2, Scenario, Topic, add_offsets, add_partitions, await_txn, batch, call, delete_records,
                    describe_producers, describe_txn, end_txn, fetch, fetch_parts, idem_produce, init_pid, list_offsets,
                    offset_fetch, produce, ref, txn_offset_commit, txn_produce)
 
@@ -309,6 +309,42 @@ SCENARIOS += [
         txn_produce("a", ["y" * 200], seq=1),
         txn_produce("a", ["z"], seq=1),
         end_txn("a", commit=True),
+        await_txn("CompleteCommit"),
+        fetch(isolation=RC),
+    ]),
+]
+
+SCENARIOS += [
+    Scenario("admin_race/add_partition_before_create_partitions", "AddPartitionsToTxn of a partition the topic "
+             "does not have yet, in an open transaction; then CreatePartitions makes it and the same request "
+             "succeeds; the commit marks both partitions.", steps=[
+        *begin(),
+        txn_produce("a", ["p0"]),
+        add_partitions("a", [("{t}", 1)]),
+        describe_txn(),
+        create_parts("{t}", 2),
+        served(partition=1),
+        add_partitions("a", [("{t}", 1)]),
+        txn_produce("a", ["p1"], partition=1),
+        end_txn("a", commit=True),
+        await_txn("CompleteCommit"),
+        fetch(partition=1, isolation=RC),
+    ]),
+    Scenario("admin_race/v2_delete_recreate_open_txn_commit", "Transactions V2 (Produce v12 adds the partition, "
+             "EndTxn v5 bumps the epoch): the topic deleted and re-created while the transaction is open; the "
+             "commit marker (with the bumped epoch) and the new topic's producer state.", features=TV2, steps=[
+        init_pid("a", v=5),
+        txn_produce("a", ["old"], v=12),
+        delete_names("{t}"),
+        gone(),
+        create1("{t}"),
+        served(),
+        end_txn("a", commit=True, v=5),
+        await_txn("CompleteCommit"),
+        fetch(isolation=RC),
+        describe_producers(),
+        produce(batch("a", ["new"], epoch=ref("a.producer_epoch") + 1, transactional=True), txn="{tx}", v=12),
+        end_txn("a", commit=True, v=5, epoch=ref("a.producer_epoch") + 1),
         await_txn("CompleteCommit"),
         fetch(isolation=RC),
     ]),
