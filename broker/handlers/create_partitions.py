@@ -1,6 +1,7 @@
 """CreatePartitions (37)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
+from .create_topics import MAX_RECORDS_PER_USER_OP
 
 API_KEY = 37
 VERSIONS = (0, 3)
@@ -32,8 +33,12 @@ def _grow(conn, broker, t, validate_only: bool) -> dict:
         if t.count < info.num_partitions:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"The topic {t.name} currently has "
                              f"{info.num_partitions} partition(s); {t.count} would not be an increase.")
+        added = t.count - info.num_partitions
+        if added > MAX_RECORDS_PER_USER_OP:
+            # one PartitionRecord each, past the controller's limit: Kafka does not catch this
+            # one, the topic gets UNKNOWN_SERVER_ERROR without a message (recorded)
+            return dict(res, error_code=int(ErrorCode.UNKNOWN_SERVER_ERROR))
         if t.assignments is not None:
-            added = t.count - info.num_partitions
             if len(t.assignments) != added:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
                                  f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")

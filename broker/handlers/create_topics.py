@@ -10,7 +10,8 @@ VERSIONS = (2, 7)
 
 # Kafka's controller writes a topic as one TopicRecord, one PartitionRecord per partition and one
 # ConfigRecord per config, and refuses a user operation of more records than this
-# (QuorumController.MAX_RECORDS_PER_USER_OP): POLICY_VIOLATION, validate_only too
+# (QuorumController.MAX_RECORDS_PER_USER_OP), and a request asking for more partitions in all:
+# POLICY_VIOLATION, validate_only too (recorded: admin_topics/create/record_limit)
 MAX_RECORDS_PER_USER_OP = 10000
 
 
@@ -26,10 +27,22 @@ async def handle(conn, header, req):
     duplicates = [n for n, c in seen.items() if c > 1]
     refused = [n for n in seen if n not in duplicates and not cluster_create
                and not conn.authorize(acl.CREATE, acl.TOPIC, n)]
-    results = [_create(broker, t, req.validate_only) for t in req.topics if seen[t.name] == 1 and t.name not in refused]
+    passed = [t for t in req.topics if seen[t.name] == 1 and t.name not in refused]
+    if sum(_partitions(broker, t) for t in passed) > MAX_RECORDS_PER_USER_OP:
+        results = [_failed(t.name, ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+                   for t in passed]
+    else:
+        results = [_create(broker, t, req.validate_only) for t in passed]
     results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
     results += [_failed(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.") for n in refused]
     return {"throttle_time_ms": 0, "topics": results}
+
+
+def _partitions(broker, t) -> int:
+    """The partitions a CreateTopics entry asks for (0 for a count that is refused anyway)."""
+    if t.assignments:
+        return len(t.assignments)
+    return max(broker.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions, 0)
 
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> dict:
@@ -82,7 +95,7 @@ def _create(broker, t, validate_only: bool) -> dict:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {k}")
         validate_topic_configs(configs)
         if 1 + n + len(configs) > MAX_RECORDS_PER_USER_OP:
-            raise KafkaError(ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            raise KafkaError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
         # validate_only runs every check of a creation (a name colliding with an existing one's
         # included) and answers the topic id the topic would have had
         info = broker.logs.create_topic(t.name, n, configs, validate_only=True) if validate_only \

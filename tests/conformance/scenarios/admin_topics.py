@@ -422,6 +422,15 @@ SCENARIOS += [
         create1("__transaction_state", validate_only=True),
         create1("__conformance_new_internal_looking", validate_only=True),
     ]),
+    Scenario("admin_topics/create/record_limit", "Kafka's controller writes at most 10000 records for one request: "
+             "a topic of 9999 partitions and one of 10000, two topics of 6000 in one request, and CreatePartitions "
+             "adding 10000 (all validate_only).", steps=[
+        create1("{a}", partitions=9999, validate_only=True),
+        create1("{b}", partitions=10000, validate_only=True),
+        create(new_topic("{c}", 6000), new_topic("{d}", 6000), validate_only=True),
+        create_parts("{t}", 10001, validate_only=True),
+        create_parts("{t}", 10002, validate_only=True),
+    ]),
     Scenario("admin_topics/create/old_versions", "CreateTopics v4 (no configs in the answer) and v5 (configs, "
              "no topic id).", topics={}, steps=[
         create1("{a}", v=4),
