@@ -20,7 +20,8 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 __all__ = [
     "HEADER_SIZE", "LOG_OVERHEAD", "MAGIC", "BatchHeader", "Compression", "TimestampType",
     "ControlRecordType", "Record", "parse_header", "iter_batch_headers", "validate_batch",
-    "validate_batches", "patch_base_offset", "patch_partition_leader_epoch", "set_log_append_time",
+    "validate_batches", "next_batch_size", "base_offset_of", "patch_base_offset", "patch_partition_leader_epoch",
+    "set_log_append_time", "set_create_time_max",
     "compute_crc", "build_batch", "build_control_batch", "decode_batch", "decode_batches",
     "parse_control_record", "compress", "decompress", "crc32c",
 ]
@@ -79,6 +80,7 @@ _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
+_I8 = struct.Struct(">b")
 _OFFSET_LENGTH = struct.Struct(">qi")          # first 12 bytes
 _PREFIX = struct.Struct(">qiib")               # first 17 bytes: offset, length, epoch, magic
 
@@ -216,6 +218,31 @@ def iter_batch_headers(buf, pos: int = 0, end: int | None = None) -> Iterator[tu
         pos += size
 
 
+# LegacyRecord.RECORD_OVERHEAD_V0: the smallest size a batch of any magic can declare
+MIN_ANY_BATCH_LENGTH = 14
+
+
+def next_batch_size(buf, pos: int = 0) -> int | None:
+    """Kafka's ``ByteBufferLogInputStream.nextBatch`` sizing: the size of the whole batch at
+    ``pos``, or None when the bytes left hold no whole batch (Kafka's readers then see no
+    batch there). A declared length below any magic's minimum or a magic outside 0-2 is
+    CORRUPT_MESSAGE with Kafka's text. Reads 17 bytes: no CRC, nothing past the magic."""
+    remaining = len(buf) - pos
+    if remaining < LOG_OVERHEAD:
+        return None
+    length = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0]
+    if length < MIN_ANY_BATCH_LENGTH:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                         f"Record size {length} is less than the minimum record overhead ({MIN_ANY_BATCH_LENGTH})")
+    if remaining <= MAGIC_OFFSET:
+        return None
+    magic = _I8.unpack_from(buf, pos + MAGIC_OFFSET)[0]
+    if magic < 0 or magic > MAGIC:
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid magic found in record: {magic}")
+    size = length + LOG_OVERHEAD
+    return size if remaining >= size else None
+
+
 def compute_crc(buf, pos: int, size: int) -> int:
     """CRC-32C over bytes [pos+21, pos+size) (attributes to end of batch)."""
     return crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET: pos + size])
@@ -288,6 +315,11 @@ def validate_batches(buf, pos: int = 0, end: int | None = None,
 # In-place patches
 # ---------------------------------------------------------------------------
 
+def base_offset_of(buf, pos: int = 0) -> int:
+    """The baseOffset of the batch at ``pos`` (its first 8 bytes)."""
+    return _I64.unpack_from(buf, pos + BASE_OFFSET_OFFSET)[0]
+
+
 def patch_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
     """Set baseOffset (outside the CRC; no recompute needed)."""
     _I64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
@@ -296,6 +328,14 @@ def patch_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
 def patch_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
     """Set partitionLeaderEpoch (outside the CRC; no recompute needed)."""
     _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_create_time_max(buf: bytearray, pos: int, timestamp_ms: int) -> None:
+    """Set a CreateTime batch's maxTimestamp and recompute the CRC (Kafka's
+    ``setMaxTimestamp(CREATE_TIME, ts)`` when the header's is not its records')."""
+    _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    size = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0] + LOG_OVERHEAD
+    _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
 
 
 def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:

@@ -52,6 +52,10 @@ log = logging.getLogger("minikafka.storage")
 _SEGMENT_FILE = re.compile(r"^(\d{20})(\.[a-z]+)$")
 _TMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, ".tmp")
 _LOG_SWAP = LOG_SUFFIX + SWAP_SUFFIX  # a cleaner swap a crash interrupted
+# append errors Kafka answers without the log start offset (its appendToLocalLog catches these
+# apart from the rest)
+NO_LOG_START_OFFSET = frozenset((ErrorCode.CORRUPT_MESSAGE, ErrorCode.MESSAGE_TOO_LARGE,
+                                 ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.KAFKA_STORAGE_ERROR))
 
 
 class FlushStats:
@@ -415,18 +419,37 @@ class UnifiedLog:
         if not buf:
             raise KafkaError(ErrorCode.INVALID_RECORD,
                              "Produce requests with version 3 and above must have at least one record batch")
-        batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
         try:
+            # Kafka's first check of a client's batch, before its size and CRC
+            base = rec.base_offset_of(buf) if is_from_client and len(buf) >= rec.LOG_OVERHEAD else 0
+            if base != 0:
+                raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch in the append to "
+                                                           f"{self.name} should be 0, but it is {base}")
+            batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
             if is_from_client:
                 for _, h in batches:
                     validate_client_batch(h, self.name)
-            validate_records(buf, batches, config, now_ms, self.name, is_from_client and config.compact_enabled)
+            for i, ts in validate_records(buf, batches, config, now_ms, self.name,
+                                          is_from_client and config.compact_enabled):
+                pos = batches[i][0]
+                rec.set_create_time_max(buf, pos, ts)
+                batches[i] = (pos, rec.parse_header(buf, pos))
         except KafkaError as e:
-            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord)
-            e.log_start_offset = self.log_start_offset
+            # Produce answers the log start offset with a validation error (Kafka's processFailedRecord),
+            # but not with a corrupt or oversized batch (ReplicaManager.appendToLocalLog lists those)
+            if e.code not in NO_LOG_START_OFFSET:
+                e.log_start_offset = self.log_start_offset
             raise
         if config.compression_type != "producer":
+            sent = buf
             buf, batches = _recompress(buf, batches, config)
+            if buf is not sent:
+                # re-encoded batches may have grown past max.message.bytes (Kafka checks them again)
+                for _, h in batches:
+                    if h.size > config.max_message_bytes:
+                        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                         f"Message batch size is {h.size} bytes in append to partition {self.name} "
+                                         f"which exceeds the maximum configured size of {config.max_message_bytes}.")
 
         total = len(buf)
         if total > config.effective_segment_bytes:
@@ -711,13 +734,8 @@ class UnifiedLog:
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record with the largest timestamp (ListOffsets -3)."""
-        best = None
-        for seg in self.segments:
-            if seg.max_timestamp_so_far >= 0 and (best is None or seg.max_timestamp_so_far > best.max_timestamp_so_far):
-                best = seg
-        if best is None:
-            return None
-        return best.find_max_timestamp_offset()
+        # the first segment with the largest max timestamp (Kafka's Stream.max keeps the first of equals)
+        return max(self.segments, key=_max_timestamp).find_max_timestamp_offset()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)
@@ -919,6 +937,10 @@ class UnifiedLog:
     def __repr__(self) -> str:
         return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
                 f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
+
+
+def _max_timestamp(seg: LogSegment) -> int:
+    return seg.max_timestamp_so_far
 
 
 def _recompress(buf: bytearray, batches, config: LogConfig):

@@ -309,8 +309,13 @@ class LogSegment:
         return None
 
     def find_max_timestamp_offset(self) -> tuple[int, int] | None:
-        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp."""
+        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp. With
+        no timestamp at all (-1), Kafka still looks for a batch stamped -1 (records without a
+        timestamp): the first one from the segment's start."""
         if self.max_timestamp_so_far < 0:
+            for bp in self.iter_batches():
+                if bp.header.max_timestamp == self.max_timestamp_so_far:
+                    return self.find_first_record_with_timestamp(bp.header.max_timestamp, bp.header.base_offset)
             return None
         return self.find_first_record_with_timestamp(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
 

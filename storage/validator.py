@@ -13,7 +13,8 @@ Records are decoded only when a record-level check can fail: on compacted topics
 ``message.timestamp.before.max.ms`` is bounded, when the header's max timestamp is past
 ``message.timestamp.after.max.ms``, or when the producer set LogAppendTime. Otherwise the
 batch stays opaque bytes (the header's max timestamp stands for its records, as every
-client writes it).
+client writes it); a decoded batch gets its records' max timestamp in its header, as Kafka
+writes it.
 """
 from __future__ import annotations
 
@@ -40,7 +41,12 @@ class RecordValidationError(KafkaError):
 
 
 def validate_client_batch(h: rec.BatchHeader, name: str) -> None:
-    """Kafka's ``validateBatch`` for a client's batch (INVALID_RECORD)."""
+    """Kafka's ``validateBatch`` for a client's batch (INVALID_RECORD), after the codec check of
+    ``analyzeAndValidateRecords``: codec ids 5-7 make Kafka's ``CompressionType.forId`` throw,
+    which is no Kafka error (UNKNOWN_SERVER_ERROR)."""
+    if h.attributes & rec.COMPRESSION_MASK > rec.Compression.ZSTD:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                         f"Unknown compression type id: {h.attributes & rec.COMPRESSION_MASK}")
     count = h.records_count
     if count <= 0:
         raise KafkaError(ErrorCode.INVALID_RECORD,
@@ -63,14 +69,20 @@ def _java_long(x: int) -> int:
     return (x + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
-def validate_records(buf, batches, config: LogConfig, now_ms: int, name: str, check_keys: bool) -> None:
+def validate_records(buf, batches, config: LogConfig, now_ms: int, name: str,
+                     check_keys: bool) -> list[tuple[int, int]]:
     """Kafka's ``validateRecord`` for every record of every batch: the key (``check_keys``: a
     client's append to a compacted topic) first, then the timestamp. Raises
-    :class:`RecordValidationError` listing every failing record of the first failing batch."""
+    :class:`RecordValidationError` listing every failing record of the first failing batch.
+
+    Returns ``[(index in batches, max timestamp)]`` for the decoded CreateTime batches whose
+    header's max timestamp is not their records' (Kafka writes the records' into the header);
+    batches not decoded keep the header's, which stands for their records."""
+    fixes = []
     before = config.message_timestamp_before_max_ms
     after = config.message_timestamp_after_max_ms
     create_time = config.message_timestamp_type == "CreateTime"
-    for pos, h in batches:
+    for i, (pos, h) in enumerate(batches):
         if h.attributes & rec.CONTROL_FLAG:
             continue
         producer_lat = bool(h.attributes & rec.TIMESTAMP_TYPE_MASK)
@@ -96,3 +108,9 @@ def validate_records(buf, batches, config: LogConfig, now_ms: int, name: str, ch
                                       f"to LogAppendTime.", ErrorCode.INVALID_TIMESTAMP))
         if errors:
             raise RecordValidationError(errors)
+        if create_time and not producer_lat:
+            # Kafka's maxBatchTimestamp starts at NO_TIMESTAMP (-1)
+            true_max = max(rec.NO_TIMESTAMP, max(r.timestamp for r in records)) if records else rec.NO_TIMESTAMP
+            if true_max != h.max_timestamp:
+                fixes.append((i, true_max))
+    return fixes

@@ -16,17 +16,54 @@ FIRST_SERVED_VERSION = 3  # Kafka 4.0 removed 0-2 (KIP-896) but still advertises
 MIXED_PRODUCERS = "Transactional records contained more than one producer ID"
 
 
-def _check_single_batch(records) -> None:
-    """Kafka's ProduceRequest.validateRecords: v3+ carries exactly one magic-2 batch."""
-    if not records:
-        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request carries no record batch")
-    if len(records) < rec.HEADER_SIZE:
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Record batch is shorter than its header")
-    h = rec.parse_header(records, 0)
-    if h.magic != rec.MAGIC:
-        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain record batches with magic version 2")
-    if h.size < len(records):
-        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce requests with version 3+ may only contain a single record batch")
+def _check_single_batch(records, version: int):
+    """Kafka's ProduceRequest.validateRecords: v3+ carries exactly one whole magic-2 batch (bytes
+    after it that make no whole batch are ignored, as Kafka's readers ignore them: the batch
+    alone is returned); zstd needs v7+. Header fields only: the log validates the rest."""
+    size = rec.next_batch_size(records) if records else None
+    if size is None:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least one "
+                                                   f"record batch per partition")
+    if records[rec.MAGIC_OFFSET] != rec.MAGIC:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                   f"contain record batches with magic version 2")
+    if version < 7 and size >= rec.HEADER_SIZE and _codec(records) == rec.Compression.ZSTD:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are "
+                                                                 f"not allowed to use ZStandard compression")
+    if size == len(records):
+        return records
+    if rec.next_batch_size(records, size) is not None:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                   f"contain exactly one record batch per partition")
+    return records[:size]
+
+
+def _codec(records) -> int:
+    return records[rec.ATTRIBUTES_OFFSET + 1] & rec.COMPRESSION_MASK
+
+
+def _unknown_codec_before_v7(conn, req, by_id: bool) -> KafkaError | None:
+    """Produce v3-v6: Kafka's validateRecords reads the codec of the batch of every partition it
+    serves (to refuse zstd); a codec id of 5-7 makes that read throw (CompressionType.forId), no
+    Kafka error, before anything is appended: every partition of the request gets
+    UNKNOWN_SERVER_ERROR."""
+    broker = conn.broker
+    for t in req["topic_data"]:
+        name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
+        if topic_err is not None or not conn.authorize(WRITE, TOPIC, name):
+            continue
+        for p in t["partition_data"]:
+            records = p["records"]
+            if not records or broker.get_log(name, p["index"]) is None:
+                continue
+            try:
+                size = rec.next_batch_size(records)
+            except KafkaError:
+                continue
+            if (size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
+                    and _codec(records) > rec.Compression.ZSTD):
+                return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {_codec(records)}")
+    return None
 
 
 # (The loops over partitions read the decoded request by subscript: an attribute of a decoded
@@ -34,16 +71,37 @@ def _check_single_batch(records) -> None:
 
 
 def _has_transactional_records(req) -> bool:
-    """Kafka's RequestUtils.hasTransactionalRecords (first batch of each partition)."""
+    """Kafka's RequestUtils.hasTransactionalRecords: whether the first batch of some partition is
+    transactional, reading partitions in order up to the first that is. Reading a first batch
+    whose declared size is below any batch's or whose magic is unknown fails the whole request
+    (CORRUPT_MESSAGE, raised here with Kafka's text)."""
     for t in req["topic_data"]:
         for p in t["partition_data"]:
             records = p["records"]
-            if records and len(records) >= rec.HEADER_SIZE and rec.parse_header(records, 0).is_transactional:
+            size = rec.next_batch_size(records) if records else None
+            if (size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
+                    and records[rec.ATTRIBUTES_OFFSET + 1] & rec.TRANSACTIONAL_FLAG):
                 return True
     return False
 
 
-def _transactional_producers(broker, req, by_id: bool) -> set[tuple[int, int]]:
+def _by_partition(req, by_id: bool) -> list[tuple[dict, dict]]:
+    """The request's topics, each once, with {partition: records}: Kafka keys a Produce request's
+    partitions by topic and partition (handleProduceRequest's maps), so a partition named twice
+    is appended and answered once, with the records named last, and a topic named twice is one
+    entry of the answer."""
+    topics: dict = {}
+    for t in req["topic_data"]:
+        entry = topics.get(t["topic_id"] if by_id else t["name"])
+        if entry is None:
+            entry = topics[t["topic_id"] if by_id else t["name"]] = (t, {})
+        by_index = entry[1]
+        for p in t["partition_data"]:
+            by_index[p["index"]] = p["records"]
+    return list(topics.values())
+
+
+def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tuple[int, int]]:
     """(producer id, epoch) of the transactional batches bound for existing partitions with
     well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
     found = set()
@@ -56,7 +114,7 @@ def _transactional_producers(broker, req, by_id: bool) -> set[tuple[int, int]]:
                 continue
             records = p["records"]
             try:
-                _check_single_batch(records)
+                records = _check_single_batch(records, version)
             except KafkaError:
                 continue
             h = rec.parse_header(records, 0)
@@ -76,19 +134,28 @@ async def handle(conn, header, req):
     responses = []
     # transactional records need a transactional id the principal may WRITE (Kafka's
     # handleProduceRequest): else the whole request is refused
-    transactional = _has_transactional_records(req)
+    try:
+        transactional = _has_transactional_records(req)
+        request_error = None
+    except KafkaError as e:
+        # Kafka fails the whole request when it cannot read a first batch: every partition
+        # gets the error and its text (ProduceRequest.getErrorResponse)
+        transactional, request_error = False, e
     refused = transactional and (
         transactional_id is None or not conn.authorize(WRITE, TRANSACTIONAL_ID, transactional_id))
+    if request_error is None and not refused and header.api_version < 7:
+        request_error = _unknown_codec_before_v7(conn, req, by_id)
     # transactional batches of more than one producer (id and epoch) in one request: Kafka's
     # handleProduceAppend throws InvalidPidMappingException before appending anything, and
-    # every partition of the request gets it (ProduceRequest.getErrorResponse). (Without a
-    # transactional first batch there is no transactional producer: the scan is skipped.)
-    mixed = transactional and not refused and len(_transactional_producers(broker, req, by_id)) > 1
-    for t in req["topic_data"]:
+    # every partition of the request gets it, as above. (Without a transactional first batch
+    # there is no transactional producer: the scan is skipped.)
+    if (request_error is None and transactional and not refused
+            and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1):
+        request_error = KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
+    for t, by_index in _by_partition(req, by_id):
         name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
         parts = []
-        for p in t["partition_data"]:
-            index, records = p["index"], p["records"]
+        for index, records in by_index.items():
             r = {"index": index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
                  "log_start_offset": -1, "record_errors": [], "error_message": None}
             try:
@@ -97,19 +164,21 @@ async def handle(conn, header, req):
                     failed = True
                     parts.append(r)
                     continue
-                if mixed:
-                    raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
+                if request_error is not None:
+                    raise request_error
                 if topic_err is not None:
                     raise KafkaError(topic_err)
                 if not conn.authorize(WRITE, TOPIC, name):
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                # Kafka's order: the partition exists, its records pass validateRecords
+                # (handleProduceRequest), then acks and internal topics (ReplicaManager)
+                lg = broker.require_log(name, index)
+                records = _check_single_batch(records, header.api_version)
                 if acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
                 if broker.is_internal(name):
                     # Kafka refuses client writes to internal topics
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
-                lg = broker.require_log(name, index)
-                _check_single_batch(records)
                 res = await broker.append_records(lg, records, transactional_id, header.api_version)
                 if res.flush_needed:
                     # flush.messages reached by this append: Kafka fsyncs before it answers
@@ -127,7 +196,7 @@ async def handle(conn, header, req):
                     r.update(error_message=e.message,
                              record_errors=[{"batch_index": i, "batch_index_error_message": m}
                                             for i, m in e.record_errors])
-                elif isinstance(e, TransactionVerificationError) or mixed:
+                elif isinstance(e, TransactionVerificationError) or e is request_error:
                     r.update(error_message=e.message)  # Kafka's own text for some (hasCustomErrorMessage)
             parts.append(r)
         responses.append({"name": t["name"], "topic_id": t["topic_id"], "partition_responses": parts})

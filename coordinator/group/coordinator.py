@@ -192,7 +192,8 @@ class GroupCoordinator(ConsumerGroupMixin):
             g.generation_id = g.consumer.group_epoch
             g.consumer = None
             g.protocol_type = None
-        if g is None:
+        new_group = g is None
+        if new_group:
             if not is_unknown:
                 return _done(_join_error(member_id, E.UNKNOWN_MEMBER_ID))
             g = self._get_or_create(group_id, now_ms)
@@ -202,10 +203,19 @@ class GroupCoordinator(ConsumerGroupMixin):
                                       supports_skip_assignment)
         else:
             w = self._join_current_member(g, member_id, group_instance_id, args, now_ms)
-        if g.state == S.EMPTY and not g.members and not g.offsets and not g.pending_txn_offsets \
-                and not g.pending_members and g.generation_id == 0:
-            # a join that failed before adding anyone leaves no trace
-            self.groups.pop(group_id, None)
+        if new_group:
+            # Kafka commits a group the join created with an empty GroupMetadata record, whatever
+            # the join answered (MEMBER_ID_REQUIRED, INCONSISTENT_GROUP_PROTOCOL included): the
+            # group then exists, Empty until a member's join completes, also after a restart
+            record = group_metadata_value(GroupRecord(
+                protocol_type=g.protocol_type or "", generation=0, protocol=None, leader=None,
+                current_state_timestamp=now_ms, members=[]))
+            try:
+                self._append(group_id, [(group_metadata_key(group_id), record)], now_ms)
+            except Exception as e:  # noqa: BLE001 - mapped to a Kafka error
+                # the group was never written: it goes (Kafka reverts to the snapshot before it)
+                self.groups.pop(group_id, None)
+                w.complete(_join_error(member_id, _storage_error(e)))
         return w
 
     def _join_new_member(self, g: Group, instance_id, require_known, args, now_ms, skip_ok) -> Waiter:
@@ -342,11 +352,15 @@ class GroupCoordinator(ConsumerGroupMixin):
                     w.complete(_join_error(new_id, err))
                     return w
                 m.join_waiter = None
-                is_leader = g.leader_id == new_id
-                # Answer with the *old* leader id so an old client does not recompute an
-                # assignment a stable group would ignore; v9 clients are told to skip it.
-                w.complete(self._join_result(g, m, members=is_leader, leader=current_leader,
-                                             skip_assignment=skip_ok and is_leader))
+                if skip_ok:
+                    # KIP-814 (v9): the replaced leader is told it leads, with the members, and to
+                    # skip computing an assignment the stable group would not take
+                    is_leader = g.leader_id == new_id
+                    w.complete(self._join_result(g, m, members=is_leader, skip_assignment=is_leader))
+                else:
+                    # before v9, the *old* leader id, so that a replaced leader does not compute
+                    # an assignment
+                    w.complete(self._join_result(g, m, members=False, leader=current_leader))
                 return w
             self._maybe_prepare_rebalance(g, now_ms, f"static member {new_id} changed protocols")
         elif g.state == S.COMPLETING_REBALANCE:
@@ -460,8 +474,10 @@ class GroupCoordinator(ConsumerGroupMixin):
         if m is None:
             return
         if m.join_waiter is not None:
+            # Kafka answers a removed member's waiting JoinGroup without a member id, so that the
+            # consumer joins again as a new member
             w, m.join_waiter = m.join_waiter, None
-            w.complete(_join_error(member_id, E.UNKNOWN_MEMBER_ID))
+            w.complete(_join_error("", E.UNKNOWN_MEMBER_ID))
         if m.sync_waiter is not None:
             w, m.sync_waiter = m.sync_waiter, None
             w.complete(_sync_result(E.UNKNOWN_MEMBER_ID))
@@ -485,10 +501,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
         if g.state == S.DEAD:
             return _done(_sync_result(E.COORDINATOR_NOT_AVAILABLE))
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return _done(_sync_result(E.FENCED_INSTANCE_ID))
-        if not g.has(member_id):
-            return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
+        err = g.validate_member(member_id, group_instance_id)
+        if err != E.NONE:
+            return _done(_sync_result(err))
         if generation_id != g.generation_id:
             return _done(_sync_result(E.ILLEGAL_GENERATION))
         if (protocol_type is not None and protocol_type != g.protocol_type) or \
@@ -535,10 +550,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             return E.UNKNOWN_MEMBER_ID
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return E.FENCED_INSTANCE_ID
-        if not g.has(member_id):
-            return E.UNKNOWN_MEMBER_ID
+        err = g.validate_member(member_id, group_instance_id)
+        if err != E.NONE:
+            return err
         if generation_id != g.generation_id:
             return E.ILLEGAL_GENERATION
         if g.state == S.EMPTY:
@@ -562,23 +576,28 @@ class GroupCoordinator(ConsumerGroupMixin):
         errors = []
         for member_id, instance_id in members:
             if not member_id:
+                # an admin's removal of a static member by its instance id alone
                 current = g.static_member_id(instance_id)
                 if current is None:
                     errors.append(E.UNKNOWN_MEMBER_ID)
                 else:
-                    self._remove_member_and_update_group(g, current, now_ms, why)
+                    self._remove_member(g, current)
                     errors.append(E.NONE)
             elif member_id in g.pending_members:
                 del g.pending_members[member_id]
-                self._check_join(g, now_ms)
-                errors.append(E.NONE)
-            elif g.is_static_member_fenced(member_id, instance_id):
-                errors.append(E.FENCED_INSTANCE_ID)
-            elif g.has(member_id):
-                self._remove_member_and_update_group(g, member_id, now_ms, why)
                 errors.append(E.NONE)
             else:
-                errors.append(E.UNKNOWN_MEMBER_ID)
+                err = g.validate_member(member_id, instance_id)
+                if err == E.NONE:
+                    self._remove_member(g, member_id)
+                errors.append(err)
+        # Kafka rebalances once for the whole batch, and for a pending member's leave too
+        if E.NONE in errors:
+            log.info("group %s: %s", g.group_id, why)
+            if g.state in (S.STABLE, S.COMPLETING_REBALANCE):
+                self._prepare_rebalance(g, now_ms, why)
+            elif g.state == S.PREPARING_REBALANCE:
+                self._check_join(g, now_ms)
         return E.NONE, errors
 
     # ====================================================== List/Describe/Delete
@@ -612,13 +631,14 @@ class GroupCoordinator(ConsumerGroupMixin):
         stable = g.state == S.STABLE
         members = []
         for m in g.members.values():
-            meta, assignment = b"", b""
+            meta = b""
             if stable:
                 try:
                     meta = m.metadata(g.protocol_name)
                 except KeyError:
                     meta = b""
-                assignment = m.assignment
+            # outside Stable, Kafka leaves out the metadata but not the assignment a member holds
+            assignment = m.assignment
             members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
                             "client_id": m.client_id, "client_host": m.client_host,
                             "member_metadata": meta, "member_assignment": assignment})
@@ -667,8 +687,8 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is None:
             if generation_id >= 0:
-                # a commit from a generation this coordinator never had
-                return all_(E.ILLEGAL_GENERATION)
+                # a commit from a generation this coordinator never had; v9 says so plainly
+                return all_(E.GROUP_ID_NOT_FOUND if api_version >= 9 else E.ILLEGAL_GENERATION)
             g = self._get_or_create(group_id, now_ms)  # a "simple" group: offsets only
         if g.consumer is not None:
             err = self.consumer_validate_commit(g, member_id or "", generation_id, False, api_version)
@@ -683,18 +703,26 @@ class GroupCoordinator(ConsumerGroupMixin):
         return self._store_offsets(g, offsets, now_ms)
 
     @staticmethod
-    def _validate_commit(g: Group, member_id: str, instance_id, generation_id: int) -> ErrorCode:
+    def _validate_commit(g: Group, member_id: str, instance_id, generation_id: int,
+                         transactional: bool = False) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit, for OffsetCommit and TxnOffsetCommit."""
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
-        if g.is_static_member_fenced(member_id, instance_id):
-            return E.FENCED_INSTANCE_ID
         if generation_id < 0 and g.state == S.EMPTY:
-            return E.NONE  # the group only uses Kafka to store offsets
-        if not g.has(member_id):
+            return E.NONE  # an admin or a consumer without group management, on an empty group
+        if generation_id >= 0 or member_id or instance_id is not None:
+            err = g.validate_member(member_id, instance_id)
+            if err != E.NONE:
+                return err
+            if generation_id != g.generation_id:
+                return E.ILLEGAL_GENERATION
+        elif not transactional and g.state != S.EMPTY:
+            # no member and no generation: only while the group is empty. Not for a
+            # TxnOffsetCommit, whose versions before 3 carry neither
             return E.UNKNOWN_MEMBER_ID
-        if generation_id != g.generation_id:
-            return E.ILLEGAL_GENERATION
-        if g.state == S.COMPLETING_REBALANCE:
+        if not transactional and g.state == S.COMPLETING_REBALANCE:
+            # a member of the new generation that has not synced yet; the group state is
+            # not enforced on transactional commits
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
@@ -734,7 +762,11 @@ class GroupCoordinator(ConsumerGroupMixin):
             return {tp: err for tp in offsets}
         if not self._validate_group_id(group_id):
             return all_(E.INVALID_GROUP_ID)
-        g = self._get_or_create(group_id, now_ms)
+        g = self.groups.get(group_id)
+        if g is None:
+            if generation_id >= 0:
+                return all_(E.ILLEGAL_GENERATION)  # a generation this coordinator never had
+            g = self._get_or_create(group_id, now_ms)  # a "simple" group: offsets only
         member_id = member_id or ""
         if g.consumer is not None:
             if not (member_id == "" and generation_id < 0):  # a producer without group metadata
@@ -742,14 +774,10 @@ class GroupCoordinator(ConsumerGroupMixin):
                 if err != E.NONE:
                     return all_(err)
             return self._store_offsets(g, offsets, now_ms, producer_id, producer_epoch)
-        if g.state == S.DEAD:
-            return all_(E.COORDINATOR_NOT_AVAILABLE)
-        if g.is_static_member_fenced(member_id, group_instance_id):
-            return all_(E.FENCED_INSTANCE_ID)
-        if member_id != "" and not g.has(member_id):
-            return all_(E.UNKNOWN_MEMBER_ID)  # KIP-447: the member id is enforced when set
-        if generation_id >= 0 and generation_id != g.generation_id:
-            return all_(E.ILLEGAL_GENERATION)  # ... and so is the generation
+        # KIP-447: a zombie's commit is fenced by its member id, instance id and generation
+        err = self._validate_commit(g, member_id, group_instance_id, generation_id, transactional=True)
+        if err != E.NONE:
+            return all_(err)
         return self._store_offsets(g, offsets, now_ms, producer_id, producer_epoch)
 
     def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
@@ -1026,5 +1054,9 @@ class GroupCoordinator(ConsumerGroupMixin):
             g.offsets = offsets.get(gid, {})
             g.pending_txn_offsets = pending.get(gid, {})
             self.groups[gid] = g
+        # Kafka schedules the first group metadata cleanup one retention check interval after the
+        # load (GroupCoordinatorShard.onLoaded), not at once: an empty group without offsets
+        # outlives a restart until then
+        self._next_offsets_cleanup_ms = now_ms + self.config.offsets_retention_check_interval_ms
         self.loaded = True
         log.info("loaded %d groups from __consumer_offsets", len(self.groups))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from minikafka.protocol.errors import ErrorCode
+
 from .records import OffsetValue, subscribed_topics
 
 
@@ -162,6 +164,17 @@ class Group:
             return False
         known = self.static_members.get(instance_id)
         return known is not None and known != member_id
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> ErrorCode:
+        """Kafka's ClassicGroup.validateMember: an instance id must be the group's and name this
+        member id; the member id must be the group's."""
+        if instance_id is not None:
+            known = self.static_members.get(instance_id)
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.NONE if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     def all_joined(self) -> bool:
         return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 ApiKey = int
 
@@ -76,6 +76,13 @@ class Batch:
     # per-record timestamps in ms relative to the time the request is built (-3600000: an hour ago);
     # None: every record is stamped now
     timestamps: list | None = None
+    # the time ``timestamps`` are relative to, in ms since the epoch (None: when the request is
+    # built); a fixed one for timestamp lookups (ListOffsets), whose targets are then fixed too
+    base_time: int | None = None
+    compression: int = 0            # the codec id (protocol/records.py Compression)
+    # the built bytes -> bytes a client should never send (a wrong CRC, a count that does not
+    # match the records): a scenario module's helper that names what it breaks
+    corrupt: Callable[[bytes], bytes] | None = None
 
 
 @dataclass
@@ -92,6 +99,33 @@ class Call:
     # poll until every "path" equals its value (a list: any of them); only the final answer is recorded
     until: dict | None = None
     timeout_s: float = 60.0
+    # send without waiting for the answer (a JoinGroup or SyncGroup the broker holds until the
+    # rebalance moves on); ``collect(save)`` reads and records it later
+    defer: bool = False
+
+
+@dataclass
+class Collect:
+    """The answer to the deferred call saved as ``name``, read now (it waits for it)."""
+    name: str
+    label: str = ""
+
+
+def collect(name: str, label: str = "") -> Collect:
+    return Collect(name, label)
+
+
+@dataclass
+class Subscription:
+    """A ConsumerProtocolSubscription v0 (the classic protocol's member metadata) naming
+    ``topics``: encoded when the request is built, as its topics are the run's real names."""
+    topics: list
+
+
+@dataclass
+class Assignment:
+    """A ConsumerProtocolAssignment v0: ``parts`` = [(topic, [partitions]), ...]."""
+    parts: list
 
 
 # Scenarios with these broker settings run with ACLs (StandardAuthorizer) on both brokers, which

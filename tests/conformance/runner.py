@@ -8,6 +8,7 @@ or None when held topics are created like any other.
 from __future__ import annotations
 
 import re
+import struct
 import time
 import uuid
 
@@ -16,7 +17,7 @@ from minikafka.coordinator.hashing import partition_for
 from minikafka.protocol import records as rec
 from minikafka.protocol.schema import API_NAMES
 
-from .dsl import Batch, Call, Ref, Repeat, Restart, Scenario, TopicId
+from .dsl import Assignment, Batch, Call, Collect, Ref, Repeat, Restart, Scenario, Subscription, TopicId
 from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 # Brokers whose plain listener is no super user (dsl.SECURED_STRICT): plain bootstrap -> the
@@ -172,7 +173,7 @@ def _collect(obj, words: set) -> None:
     elif isinstance(obj, (list, tuple)):
         for v in obj:
             _collect(v, words)
-    elif isinstance(obj, (Call, Batch, Repeat, TopicId)):
+    elif isinstance(obj, (Call, Batch, Repeat, TopicId, Subscription, Assignment)):
         _collect(vars(obj), words)
 
 
@@ -185,6 +186,7 @@ class Run:
         self.saved: dict = {}
         self.conns: dict[str, WireClient] = {}
         self.transcript: list[dict] = []   # so far (for a report when a step fails)
+        self.deferred: dict[str, tuple] = {}  # save name -> (call, request, correlation id)
 
     def real(self, placeholder_word: str) -> str:
         return self.names["{" + placeholder_word + "}"]
@@ -199,6 +201,10 @@ class Run:
             return self.build_batch(obj)
         if isinstance(obj, TopicId):
             return self.topic_id(self.resolve(obj.topic))
+        if isinstance(obj, Subscription):
+            return _subscription(self.resolve(obj.topics))
+        if isinstance(obj, Assignment):
+            return _assignment(self.resolve(obj.parts))
         if isinstance(obj, dict):
             return {k: self.resolve(v) for k, v in obj.items()}
         if isinstance(obj, (list, tuple)):
@@ -207,15 +213,16 @@ class Run:
 
     def build_batch(self, b: Batch) -> bytes:
         pid, epoch, seq = self.resolve(b.pid), self.resolve(b.epoch), self.resolve(b.seq)
-        now = int(time.time() * 1000)
+        now = int(time.time() * 1000) if b.base_time is None else b.base_time
         if b.control:
             return rec.build_control_batch(pid, epoch, b.control == "COMMIT", b.coordinator_epoch, now)
         stamps = [now + d for d in b.timestamps] if b.timestamps is not None else [now] * len(b.values)
         records = [rec.Record(i, stamps[i], None if b.keys is None or b.keys[i] is None else self.resolve(b.keys[i]).encode(),
                               None if v is None else self.resolve(v).encode(), ())
                    for i, v in enumerate(b.values)]
-        return rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                               is_transactional=b.transactional)
+        built = rec.build_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                                is_transactional=b.transactional, compression=b.compression)
+        return built if b.corrupt is None else b.corrupt(built)
 
     def topic_id(self, name: str):
         with open_main(self.target.bootstrap) as c:   # Metadata v10+ carries topic ids
@@ -284,6 +291,9 @@ class Run:
                 if isinstance(step, Repeat):
                     transcript.append(self.repeat(i, step))
                     continue
+                if isinstance(step, Collect):
+                    transcript.append(self.collect(i, step))
+                    continue
                 transcript.append(self.call(i, step))
         finally:
             self.close()
@@ -292,6 +302,14 @@ class Run:
     def call(self, i: int, step: Call) -> dict:
         body = self.resolve(step.body)
         request = {"api": API_NAMES[step.api], "version": step.version, "body": self.norm(body)}
+        if step.defer:
+            if not step.save:
+                raise ScenarioError(f"step {i}: a deferred call needs save= (the name collect() reads)")
+            self.deferred[step.save] = (step, request, self.conn(step.conn).send(step.api, step.version, body))
+            entry = {"step": i, "request": request, "response": {"deferred": True}}
+            if step.label:
+                entry["label"] = step.label
+            return entry
         deadline = time.monotonic() + step.timeout_s
         while True:
             try:
@@ -330,6 +348,17 @@ class Run:
         return entry
 
 
+    def collect(self, i: int, step: Collect) -> dict:
+        """Read the answer to a deferred call; recorded as this step's answer."""
+        call, sent, corr = self.deferred.pop(step.name)
+        resp = self.conn(call.conn).receive(call.api, call.version, corr)
+        self.saved[step.name] = resp
+        request = {"api": sent["api"], "version": sent["version"], "collect": step.name}
+        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(resp))}
+        if step.label:
+            entry["label"] = step.label
+        return entry
+
     def repeat(self, i: int, step: Repeat) -> dict:
         """Send the call ``times`` times, pipelined; record the last answer (and, in the request,
         how many times it was sent). Every answer must carry the same error code as the first:
@@ -356,6 +385,24 @@ class Run:
         if call.label:
             entry["label"] = call.label
         return entry
+
+
+def _string(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def _subscription(topics) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics, user data (null)."""
+    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics) + struct.pack(">i", -1))
+
+
+def _assignment(parts) -> bytes:
+    """ConsumerProtocolAssignment v0: version, [topic, partitions], user data (null)."""
+    out = struct.pack(">hi", 0, len(parts))
+    for topic, partitions in parts:
+        out += _string(topic) + struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
+    return out + struct.pack(">i", -1)
 
 
 def _safe_lookup(obj, path):

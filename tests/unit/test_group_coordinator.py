@@ -251,8 +251,11 @@ def test_simple_commit_and_fetch():
     err, rows = c.fetch_offsets("simple", None, False)
     assert [(tp, v.offset) for tp, v, _ in rows] == [(("t", 0), 5)]
     # unknown group with a generation: the commit comes from a generation we never had
-    r = c.commit_offsets("ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0)
+    # (OffsetCommit v9 says GROUP_ID_NOT_FOUND)
+    r = c.commit_offsets("ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=8)
     assert r == {("t", 0): E.ILLEGAL_GENERATION}
+    r = c.commit_offsets("ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=9)
+    assert r == {("t", 0): E.GROUP_ID_NOT_FOUND}
 
 
 def test_commit_generation_checks():
