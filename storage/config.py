@@ -414,7 +414,14 @@ class ConfigEntry(NamedTuple):
 
 # broker properties that Kafka defines without a default value: DescribeConfigs lists no
 # DEFAULT_CONFIG synonym for them (flush.ms falls back to log.flush.scheduler.interval.ms)
-_BROKER_PROPS_WITHOUT_DEFAULT = frozenset({"log.flush.interval.ms"})
+# (log.retention.ms, log.roll.ms, log.roll.jitter.ms: Kafka's default is null and the *.hours key's
+# applies; recorded: no synonym)
+_BROKER_PROPS_WITHOUT_DEFAULT = frozenset({"log.flush.interval.ms", "log.retention.ms", "log.roll.ms",
+                                           "log.roll.jitter.ms"})
+# Kafka 4.1's controller writes a cluster-wide dynamic min.insync.replicas (the static value) when
+# it bootstraps with eligible leader replicas on (ConfigurationControlManager's ELR safety records),
+# so a topic without an override reports it as DYNAMIC_DEFAULT_BROKER_CONFIG (recorded)
+_CLUSTER_DYNAMIC_AT_BOOTSTRAP = frozenset({"min.insync.replicas"})
 
 
 def describe_configs(config: LogConfig, names: list[str] | None = None,
@@ -434,17 +441,28 @@ def describe_configs(config: LogConfig, names: list[str] | None = None,
         raw_value = getattr(config, d.attr)
         value = format_value(d, list(raw_value) if d.type == ConfigType.LIST else raw_value)
         synonyms = []
+        # Kafka's broker synonyms start at the first broker key of the topic config
+        # (ConfigHelper.configSynonyms' dropWhile): a value set by another unit's key
+        # (log.retention.hours for retention.ms) is no synonym, and the source stays the default
+        static = config.broker_overrides.get(d.name)
+        if static is not None and static[0] != d.broker_synonyms[0][0]:
+            static = None
         if d.name in config.topic_overrides:
             source = ConfigSource.TOPIC_CONFIG
             synonyms.append(ConfigSynonym(d.name, value, ConfigSource.TOPIC_CONFIG))
-        elif d.name in config.broker_overrides:
+        elif d.name in _CLUSTER_DYNAMIC_AT_BOOTSTRAP:
+            source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        elif static is not None:
             source = ConfigSource.STATIC_BROKER_CONFIG
         else:
             source = ConfigSource.DEFAULT_CONFIG
         if include_synonyms:
-            if d.name in config.broker_overrides:
-                prop, raw = config.broker_overrides[d.name]
-                synonyms.append(ConfigSynonym(prop, raw, ConfigSource.STATIC_BROKER_CONFIG))
+            if d.name in _CLUSTER_DYNAMIC_AT_BOOTSTRAP:  # the static value, which the controller copied
+                synonyms.append(ConfigSynonym(d.broker_synonyms[0][0], static[1] if static else
+                                              format_value(d, getattr(defaults, d.attr)),
+                                              ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if static is not None:
+                synonyms.append(ConfigSynonym(static[0], static[1], ConfigSource.STATIC_BROKER_CONFIG))
             if d.broker_synonyms and d.broker_synonyms[0][0] not in _BROKER_PROPS_WITHOUT_DEFAULT:
                 dflt = getattr(defaults, d.attr)
                 synonyms.append(ConfigSynonym(d.broker_synonyms[0][0],

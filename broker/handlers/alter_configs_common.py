@@ -44,6 +44,14 @@ def duplicate_resources(resources) -> set[int]:
     return {i for idxs in seen.values() if len(idxs) > 1 for i in idxs}
 
 
+class UnknownOperation(KafkaError):
+    """An IncrementalAlterConfigs operation Kafka does not know: OpType.forId throws, and the
+    resource gets UNKNOWN_SERVER_ERROR without a message (recorded)."""
+
+    def __init__(self):
+        super().__init__(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
 def check_entries(configs, incremental: bool) -> None:
     names = [c.name for c in configs]
     if len(set(names)) != len(names):
@@ -87,7 +95,7 @@ def incremental_overrides(current: dict[str, str], configs, list_values) -> dict
         elif op in (APPEND, SUBTRACT):
             new[c.name] = _append_or_subtract(list_values(c.name, op, new), op, c.value)
         else:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            raise UnknownOperation()
     return new
 
 
@@ -100,6 +108,7 @@ def _append_or_subtract(values: list[str], op: int, value: str) -> str:
         elif op == SUBTRACT and v in values:
             values.remove(v)
     return ",".join(values)
+
 
 
 def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, str]:
@@ -164,7 +173,7 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
                 continue
             current[c.name] = _append_or_subtract(broker.config[c.name] or [], op, c.value)
         elif op != SET:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op}")
+            raise UnknownOperation()
         elif c.name in DYNAMIC_BROKER_CONFIGS:
             current[c.name] = c.value
         elif known:
@@ -197,7 +206,8 @@ def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
 
 
 def response_entry(res, err: KafkaError | None = None) -> dict:
-    return {"error_code": int(err.code) if err else 0, "error_message": err.message if err else None,
+    return {"error_code": int(err.code) if err else 0,
+            "error_message": err.message if err and not isinstance(err, UnknownOperation) else None,
             "resource_type": res.resource_type, "resource_name": res.resource_name}
 
 

@@ -1,32 +1,61 @@
 """CreatePartitions (37)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
+from .create_topics import MAX_RECORDS_PER_USER_OP
 
 API_KEY = 37
 VERSIONS = (0, 3)
 
 
 async def handle(conn, header, req):
+    """Kafka (ControllerApis.createPartitions) answers the topics it passes to the controller in
+    request order, then one INVALID_REQUEST entry per name given more than once."""
     broker = conn.broker
-    out = []
+    seen: dict[str, int] = {}
     for t in req.topics:
-        res = {"name": t.name, "error_code": 0, "error_message": None}
-        try:
-            if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic
-                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
-            info = broker.logs.topics().get(t.name)
-            if info is None:
-                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            if t.count <= info.num_partitions:
-                raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                                 f"Topic currently has {info.num_partitions} partitions, which is higher than the requested {t.count}.")
-            if t.assignments is not None:
-                for a in t.assignments:
-                    if list(a.broker_ids) != [broker.node_id]:
-                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT)
-            if not req.validate_only:
-                broker.logs.add_partitions(t.name, t.count)
-        except KafkaError as e:
-            res.update(error_code=e.code, error_message=e.message)
-        out.append(res)
+        seen[t.name] = seen.get(t.name, 0) + 1
+    out = [_grow(conn, broker, t, req.validate_only) for t in req.topics if seen[t.name] == 1]
+    out += [{"name": n, "error_code": int(ErrorCode.INVALID_REQUEST), "error_message": "Duplicate topic name."}
+            for n, c in seen.items() if c > 1]
     return {"throttle_time_ms": 0, "results": out}
+
+
+def _grow(conn, broker, t, validate_only: bool) -> dict:
+    res = {"name": t.name, "error_code": 0, "error_message": None}
+    try:
+        if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+        info = broker.logs.topics().get(t.name)
+        if info is None:  # Kafka gives no message
+            return dict(res, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        if t.count == info.num_partitions:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {info.num_partitions} partition(s).")
+        if t.count < info.num_partitions:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"The topic {t.name} currently has "
+                             f"{info.num_partitions} partition(s); {t.count} would not be an increase.")
+        added = t.count - info.num_partitions
+        if added > MAX_RECORDS_PER_USER_OP:
+            # one PartitionRecord each, past the controller's limit: Kafka does not catch this
+            # one, the topic gets UNKNOWN_SERVER_ERROR without a message (recorded)
+            return dict(res, error_code=int(ErrorCode.UNKNOWN_SERVER_ERROR))
+        if t.assignments is not None:
+            if len(t.assignments) != added:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
+                                 f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
+            for a in t.assignments:
+                ids = list(a.broker_ids)
+                if not ids:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     "The manual partition assignment includes an empty replica list.")
+                for b in ids:
+                    if b != broker.node_id:
+                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                         f"includes broker {b}, but no such broker is registered.")
+                if len(ids) > 1:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                                     f"includes the broker {ids[0]} more than once.")
+        if not validate_only:
+            broker.logs.add_partitions(t.name, t.count)
+    except KafkaError as e:
+        res.update(error_code=e.code, error_message=e.message)
+    return res

@@ -8,15 +8,37 @@ VERSIONS = (1, 6)
 
 
 async def handle(conn, header, req):
+    """Kafka (ControllerApis.deleteTopics) refuses an entry with both a name and an id, or
+    neither, and every entry of a name or id given twice (INVALID_REQUEST), and shuffles its
+    answers (so that their positions tell nothing); ours follow the request."""
     broker = conn.broker
     if header.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(n, ZERO_UUID) for n in req.topic_names]
-    out = []
+    if not broker.config["delete.topic.enable"]:
+        # Kafka checks this before anything else and answers every entry as given, without a
+        # message (before v3, which has no TOPIC_DELETION_DISABLED, the request is invalid)
+        code = ErrorCode.TOPIC_DELETION_DISABLED if header.api_version >= 3 else ErrorCode.INVALID_REQUEST
+        return {"throttle_time_ms": 0, "responses": [{"name": n, "topic_id": i, "error_code": int(code),
+                                                      "error_message": None} for n, i in wanted]}
+    names = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+    ids = [i for n, i in wanted if n is None and i != ZERO_UUID]
+    out, duplicates = [], set()
     for name, topic_id in wanted:
         res = {"name": name, "topic_id": topic_id, "error_code": 0, "error_message": None}
         try:
+            if name is None and topic_id == ZERO_UUID:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            if name is not None and topic_id != ZERO_UUID:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+            if (names.count(name) if name is not None else ids.count(topic_id)) > 1:
+                key = name if name is not None else topic_id
+                if key in duplicates:
+                    continue  # one answer per name or id given more than once
+                duplicates.add(key)
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 "Duplicate topic name." if name is not None else "Duplicate topic id.")
             if name is None:
                 info = broker.topic_by_id(topic_id)
                 if info is None:
@@ -27,8 +49,6 @@ async def handle(conn, header, req):
             info = broker.logs.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            if not broker.config["delete.topic.enable"]:
-                raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED)
             res["topic_id"] = info.topic_id
             broker.logs.delete_topic(name)
             broker.notify_data()

@@ -5,6 +5,7 @@ from minikafka.storage.config import describe_configs
 from ..config import DEFS, DYNAMIC_BROKER_CONFIGS, LONG_MAX
 from .. import group_configs
 from . import alter_configs_common as ac, loggers
+from .common import topic_name_error
 
 API_KEY = 32
 VERSIONS = (1, 4)
@@ -33,6 +34,58 @@ def _text_and_type(key, parser, value):
     return (None if value is None else str(value)), TYPE_STRING if parser is str else TYPE_LONG
 
 
+# Keys Kafka defines once per unit, each its own entry, sharing one synonym list
+# (DynamicBrokerConfig.brokerConfigSynonyms); minikafka folds the other units into the first
+# (broker/config.py UNIT_ALIASES). Per key: Kafka's default and type, and whether it is dynamic.
+_UNIT_FAMILIES = {
+    "log.retention.ms": (("log.retention.ms", None, TYPE_LONG, True), ("log.retention.minutes", None, TYPE_INT, False),
+                         ("log.retention.hours", "168", TYPE_INT, False)),
+    "log.roll.ms": (("log.roll.ms", None, TYPE_LONG, True), ("log.roll.hours", "168", TYPE_INT, False)),
+}
+# Kafka 4.1's controller writes the cluster-wide dynamic min.insync.replicas (the static value)
+# when it bootstraps with eligible leader replicas (ConfigurationControlManager's ELR safety
+# records): the broker reports it as DYNAMIC_DEFAULT_BROKER_CONFIG (recorded). minikafka,
+# one replica per partition, does not otherwise read it (broker/config.py IGNORED).
+_MIN_ISR = "min.insync.replicas"
+
+
+def _family_entries(config, family, node_dyn: dict, default_dyn: dict, cluster_default: bool) -> list[dict]:
+    """The entries of one unit family, as Kafka's ConfigHelper makes them: each key's value is its
+    own highest layer (None when never set and without a default); its synonyms are every set
+    layer of every key of the family (dynamic node, dynamic default, static, default; within a
+    layer in the family's order), from the first one of the key itself on."""
+    static = config.static.raw
+    layers = [] if cluster_default else [(node_dyn, DYNAMIC_BROKER_CONFIG)]
+    layers.append((default_dyn, DYNAMIC_DEFAULT_BROKER_CONFIG))
+    if not cluster_default:
+        layers += [(static, STATIC_BROKER_CONFIG), ({k: d for k, d, _, _ in family if d is not None}, DEFAULT_CONFIG)]
+    every = [(key, layer[key], src) for layer, src in layers for key, _, _, _ in family if key in layer]
+    out = []
+    for key, _default, ctype, dynamic in family:
+        own = [(k, v, src) for k, v, src in every if k == key]
+        if cluster_default and not own:
+            continue
+        first = next((i for i, (k, _, _) in enumerate(every) if k == key), len(every))
+        out.append({"name": key, "value": own[0][1] if own else None, "read_only": not dynamic,
+                    "is_default": not own or own[0][2] == DEFAULT_CONFIG,
+                    "config_source": own[0][2] if own else DEFAULT_CONFIG, "is_sensitive": False,
+                    "synonyms": [{"name": k, "value": v, "source": src} for k, v, src in every[first:]],
+                    "config_type": ctype, "documentation": None})
+    return out
+
+
+def _min_isr_entry(config, cluster_default: bool) -> dict:
+    static = config.static.raw.get(_MIN_ISR)
+    value = static if static is not None else "1"
+    synonyms = [(value, DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    if not cluster_default:
+        synonyms += ([(static, STATIC_BROKER_CONFIG)] if static is not None else []) + [("1", DEFAULT_CONFIG)]
+    return {"name": _MIN_ISR, "value": value, "read_only": False, "is_default": False,
+            "config_source": DYNAMIC_DEFAULT_BROKER_CONFIG, "is_sensitive": False,
+            "synonyms": [{"name": _MIN_ISR, "value": v, "source": src} for v, src in synonyms],
+            "config_type": TYPE_INT, "documentation": None}
+
+
 def _broker_configs(broker, name: str, include_synonyms: bool):
     """Each key's value, its source and (when asked) its synonyms, highest precedence first:
     this node's dynamic setting (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default
@@ -45,6 +98,11 @@ def _broker_configs(broker, name: str, include_synonyms: bool):
     out = []
     for key, (parser, default, _, doc) in DEFS.items():
         if key in _INTERNAL:
+            continue
+        if key in _UNIT_FAMILIES:
+            entries = _family_entries(config, _UNIT_FAMILIES[key], node_dyn, default_dyn, name == "")
+            out += [dict(e, synonyms=e["synonyms"] if include_synonyms else [], documentation=doc)
+                    for e in entries]
             continue
         if name == "" and key not in default_dyn:
             continue
@@ -67,6 +125,8 @@ def _broker_configs(broker, name: str, include_synonyms: bool):
                     "synonyms": [{"name": key, "value": v, "source": src} for v, src in layers]
                     if include_synonyms else [],
                     "config_type": ctype, "documentation": doc})
+    isr = _min_isr_entry(config, name == "")
+    out.append(dict(isr, synonyms=isr["synonyms"] if include_synonyms else []))
     return out
 
 
@@ -81,6 +141,8 @@ async def handle(conn, header, req):
             if refused:
                 raise refused
             if res.resource_type == TOPIC:
+                if topic_name_error(res.resource_name) is not None:  # "" too (recorded)
+                    raise KafkaError(topic_name_error(res.resource_name), f"Topic name {res.resource_name!r} is illegal")
                 if res.resource_name not in broker.logs.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 entries = describe_configs(broker.logs.topic_config(res.resource_name), None,

@@ -42,41 +42,48 @@ async def handle(conn, header, req):
         # every topic: those the principal may not describe are left out (Kafka's KafkaApis)
         out = [entry(info) for info in topics.values() if describable(info.name)]
     else:
+        # Kafka's order (KafkaApis.handleTopicMetadataRequest): unknown topic ids, the topics it
+        # knows, the unknown names, then those the principal may not create or describe
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
+        unknown_ids, known, missing, refused = [], [], [], []
         for t in req.topics:
             name = t.name
             if name is None and t.topic_id != ZERO_UUID:
                 info = broker.topic_by_id(t.topic_id)
                 if info is None:
-                    out.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id,
-                                "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
+                    unknown_ids.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id,
+                                        "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
                 elif not describable(info.name):
-                    out.append(dict(_refused(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), topic_id=t.topic_id))
+                    refused.append(dict(_refused(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), topic_id=t.topic_id))
                 else:
-                    out.append(entry(info))
+                    known.append(entry(info))
                 continue
             if not describable(name):
-                out.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                refused.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             info = topics.get(name)
-            if info is None:
-                err = topic_name_error(name)
-                if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.is_internal(name):
-                    if not (conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
-                            or conn.authorize(acl.CREATE, acl.TOPIC, name)):
-                        err = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # may describe, may not create
-                    else:
-                        try:
-                            info = broker.create_topic(name)
-                        except KafkaError as e:
-                            err = e.code
-                elif err is None:
-                    err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                if info is None:
-                    out.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": [],
-                                "topic_authorized_operations": NO_AUTH_OPS})
+            if info is not None:
+                known.append(entry(info))
+                continue
+            err = topic_name_error(name)
+            if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.is_internal(name):
+                if not (conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
+                        or conn.authorize(acl.CREATE, acl.TOPIC, name)):
+                    refused.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))  # may describe, not create
                     continue
-            out.append(entry(info))
+                # Kafka's broker asks the controller to create the topic and answers at once,
+                # before it knows the topic: UNKNOWN_TOPIC_OR_PARTITION this time
+                err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                try:
+                    broker.create_topic(name)
+                except KafkaError as e:
+                    err = e.code
+            elif err is None:
+                err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            # Kafka flags an internal topic's name as internal even when the topic is gone (recorded)
+            missing.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": [],
+                            "is_internal": broker.is_internal(name), "topic_authorized_operations": NO_AUTH_OPS})
+        out = unknown_ids + known + missing + refused
     host, port = broker.advertised_address(conn.listener_name)
     return {
         "throttle_time_ms": 0,

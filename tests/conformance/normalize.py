@@ -208,6 +208,20 @@ def canonical(api: str, response):
         for r in response["results"]:   # a user's mechanisms too (seen in both orders)
             if "credential_infos" in r:
                 r["credential_infos"] = sorted(r["credential_infos"], key=lambda c: c["mechanism"])
+    elif api == "DescribeConfigs":
+        # Kafka builds a resource's entries from a Scala hash map of the config names (ConfigHelper):
+        # the order follows the names' hashes. A config's synonyms keep their order (precedence).
+        for r in response.get("results", []):
+            r["configs"] = sorted(r.get("configs") or [], key=lambda c: c["name"])
+    elif api == "Metadata":
+        # a topic's partitions come from the metadata image's hash map keyed by partition (Kafka
+        # answered [1, 0] and [1, 2, 0] for two and three partitions)
+        for t in response.get("topics") or []:
+            t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+    elif api == "DeleteTopics":
+        # Kafka shuffles these answers on purpose (ControllerApis.deleteTopics: Collections.shuffle)
+        response["responses"] = sorted(response.get("responses") or [],
+                                       key=lambda r: (r.get("name") or "", str(r.get("topic_id"))))
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

@@ -40,7 +40,9 @@ def open_main(bootstrap: str, timeout: float = 10.0, client_id: str = "minikafka
 
 
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+# "{t}", or "{t:_}": the real name of {t} with every '.' made '_' (a name that collides with
+# it in Kafka's metric names, which Kafka refuses to create beside it)
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)(:_)?\}")
 
 
 class ScenarioError(AssertionError):
@@ -145,9 +147,11 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict, brok
 # ------------------------------------------------------------------ running a scenario
 
 def real_names(scenario: Scenario, token: str, held_prefix: str) -> dict[str, str]:
-    """placeholder -> real name, for every ``{word}`` the scenario uses."""
+    """placeholder -> real name, for every ``{word}`` (and ``{word:_}``) the scenario uses."""
     words = set(scenario.topics)
     _collect(scenario.steps, words)
+    underscored = {w[:-2] for w in words if w.endswith(":_")}
+    words = {w for w in words if not w.endswith(":_")} | underscored
     slug = scenario.name.replace("/", ".").replace("_", "-")
     names = {}
     for w in sorted(words):
@@ -155,12 +159,14 @@ def real_names(scenario: Scenario, token: str, held_prefix: str) -> dict[str, st
         if w in scenario.topics and scenario.topics[w].held:
             real = held_prefix + real
         names["{" + w + "}"] = real
+        if w in underscored:
+            names["{" + w + ":_}"] = real.replace(".", "_")
     return names
 
 
 def _collect(obj, words: set) -> None:
     if isinstance(obj, str):
-        words.update(_PLACEHOLDER.findall(obj))
+        words.update(w + suffix for w, suffix in _PLACEHOLDER.findall(obj))
     elif isinstance(obj, dict):
         for v in obj.values():
             _collect(v, words)
