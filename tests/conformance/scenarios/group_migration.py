@@ -1,0 +1,133 @@
+"""Groups whose members speak both group protocols (KIP-848 online migration, Kafka 4.1's
+default group.consumer.migration.policy=bidirectional): what a consumer fleet rolling from
+group.protocol=classic to consumer meets. A ConsumerGroupHeartbeat to a classic group that
+uses the consumer embedded protocol upgrades it to a consumer group; its classic members then
+live in the consumer group, told of rebalances by REBALANCE_IN_PROGRESS on Heartbeat and given
+their assignment by JoinGroup and SyncGroup."""
+from ..dsl import Scenario, Subscription, Topic, collect, ref, restart
+from .classic_groups import CLASSIC, commit, heartbeat, join, leave, mid, stable_one, sync
+from .classic_groups import describe as describe_groups
+from .classic_groups import list_groups
+from .consumer_groups import beat, describe, hb
+
+T2 = {"t": Topic(partitions=2)}
+
+
+def upgraded():
+    """m1 (classic) is Stable alone with both partitions (generation 1, answers r1, j1);
+    {m2} joins with ConsumerGroupHeartbeat (answer b): the group becomes a consumer group."""
+    return stable_one() + [hb("{m2}", save="b")]
+
+
+SCENARIOS = [
+    Scenario("group_migration/upgrade/consumer_member_joins_classic_group",
+             "A ConsumerGroupHeartbeat joins a Stable classic group: the group is upgraded to a consumer "
+             "group (the classic generation is its epoch, bumped by the join), the classic member is listed by "
+             "ConsumerGroupDescribe and DescribeGroups answers Dead; the classic member's Heartbeat is told to "
+             "rejoin, its JoinGroup and SyncGroup give it its half, its OffsetCommit by generation and its "
+             "LeaveGroup are a consumer group's.", topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        describe(),
+        describe_groups(),
+        list_groups(),
+        heartbeat(mid("j1"), 1),
+        join("j1b", member=mid("j1")),
+        sync(mid("j1"), 2),
+        beat("{m2}", 2, owned=[]),
+        heartbeat(mid("j1"), 2),
+        commit(mid("j1"), 2),
+        commit(mid("j1"), 1),
+        describe(),
+        leave([(mid("j1"), None)]),
+        describe(),
+        describe_groups(),
+    ]),
+    Scenario("group_migration/upgrade/stale_generation_and_unknown_member",
+             "Classic requests to the upgraded group with a wrong generation or an unknown member id: "
+             "Heartbeat, SyncGroup and OffsetCommit answer as a consumer group answers classic members.",
+             topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        heartbeat(mid("j1"), 7),
+        heartbeat("conformance-unknown", 1),
+        sync(mid("j1"), 1),
+        sync(mid("j1"), 7),
+        sync("conformance-unknown", 1),
+        commit(mid("j1"), 7),
+        commit("conformance-unknown", 1),
+        leave([("conformance-unknown", None)]),
+    ]),
+    Scenario("group_migration/upgrade/refused_for_other_protocol_type",
+             "A classic group whose protocol type is not 'consumer' (Kafka Connect's, here) is not upgraded: "
+             "the ConsumerGroupHeartbeat is GROUP_ID_NOT_FOUND and the group stays classic.",
+             topics=T2, broker=CLASSIC, steps=[
+        join("r1", ptype="connect", protocols=[("default", b"")]),
+        join("j1", member=mid("r1"), ptype="connect", protocols=[("default", b"")]),
+        sync(mid("j1"), 1, [(mid("j1"), b"")], ptype="connect", pname="default"),
+        hb("{m2}"),
+        describe_groups(),
+        describe(),
+    ]),
+    Scenario("group_migration/upgrade/during_rebalance",
+             "A ConsumerGroupHeartbeat to a classic group in PreparingRebalance upgrades it: the held "
+             "JoinGroup is answered REBALANCE_IN_PROGRESS, and the member that sent it is a member of the "
+             "consumer group at the classic generation, told to rejoin by its Heartbeat.",
+             topics=T2, broker=CLASSIC, steps=[
+        *stable_one(),
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2", defer=True),
+        describe_groups(until={"groups.0.group_state": "PreparingRebalance"}),
+        hb("{m3}"),
+        collect("j2"),
+        heartbeat(mid("j2"), 1, who="m2"),
+        heartbeat(mid("j1"), 1),
+        describe_groups(),
+        list_groups(),
+    ]),
+    # ------------------------------------------------- classic members join a consumer group
+    Scenario("group_migration/classic_join/member_id_required",
+             "A classic JoinGroup v9 to a consumer group with a member: MEMBER_ID_REQUIRED with a member id in "
+             "Kafka's UUID form; with it the member joins the consumer group (the group epoch is bumped, the "
+             "generation is its member epoch, no leader and no member list), SyncGroup gives it what is free, "
+             "its Heartbeat asks it to rejoin until the consumer member released its partition.",
+             topics=T2, broker=CLASSIC, steps=[
+        hb("{m1}", save="a"),
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2"),
+        sync(mid("j2"), ref("j2.generation_id"), who="m2"),
+        heartbeat(mid("j2"), ref("j2.generation_id"), who="m2"),
+        beat("{m1}", 1),
+        beat("{m1}", 1, owned=[("a", [0])]),
+        heartbeat(mid("j2"), ref("j2.generation_id"), who="m2"),
+        join("j2b", member=mid("j2"), who="m2"),
+        sync(mid("j2"), ref("j2b.generation_id"), who="m2"),
+        heartbeat(mid("j2"), ref("j2b.generation_id"), who="m2"),
+        describe(),
+        describe_groups(),
+    ]),
+    Scenario("group_migration/classic_join/refused",
+             "Classic JoinGroups a consumer group with a member refuses: another protocol type, and a "
+             "protocol no classic member supports (INCONSISTENT_GROUP_PROTOCOL); a JoinGroup v3 (no "
+             "MEMBER_ID_REQUIRED) joins at once.",
+             topics=T2, broker=CLASSIC, steps=[
+        hb("{m1}", save="a"),
+        join("x1", who="m2", ptype="connect", protocols=[("default", b"")]),
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2"),
+        join("x2", who="m3", protocols=[("roundrobin", Subscription(["{t}"]))], v=3),
+        join("j3", who="m3", protocols=[("range", Subscription(["{t}"])), ("roundrobin", Subscription(["{t}"]))],
+             v=3),
+        describe(),
+    ]),
+    Scenario("group_migration/upgrade/survives_kill",
+             "The upgraded group is written to __consumer_offsets as a consumer group (the classic group's "
+             "tombstone, the members with their classic metadata): after a kill -9 it is the same consumer "
+             "group, its classic member still told to rejoin.", topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        restart(kill=True),
+        describe(),
+        describe_groups(),
+        heartbeat(mid("j1"), 1),
+        join("j1b", member=mid("j1")),
+        sync(mid("j1"), 2),
+    ]),
+]
