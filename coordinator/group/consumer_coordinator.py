@@ -361,6 +361,10 @@ class ConsumerGroupMixin:
                 "member_epoch": member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove_consumer_member(self, g: Group, member_id: str, now_ms: int, why: str) -> ErrorCode | None:
+        """A member leaves or is fenced (consumerGroupFenceMember): if only classic members remain,
+        the group becomes a classic group again."""
+        if self._downgrades_without(g.consumer, member_id):
+            return self._downgrade(g, member_id, now_ms)
         return self._remove_consumer_members(g, [member_id], now_ms, why)
 
     def _remove_consumer_members(self, g: Group, member_ids: list, now_ms: int, why: str) -> ErrorCode | None:
@@ -394,6 +398,8 @@ class ConsumerGroupMixin:
     def _consumer_tick(self, g: Group, now_ms: int) -> None:
         session = self.session_timeout_of(g.group_id)
         for mid, m in list(g.consumer.members.items()):
+            if g.consumer is None:
+                return  # a member's removal made it a classic group again
             if now_ms >= m.last_heartbeat_ms + m.session_timeout_ms(session):
                 self._remove_consumer_member(g, mid, now_ms, "session timeout expired")
             elif m.revocation_deadline_ms is not None and now_ms >= m.revocation_deadline_ms:

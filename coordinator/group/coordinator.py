@@ -48,6 +48,7 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45000
     consumer_assignors: tuple = ("uniform", "range")
     consumer_max_size: int = 2147483647
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
     @classmethod
     def from_broker_config(cls, config) -> "GroupConfig":
@@ -62,6 +63,7 @@ class GroupConfig:
             consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
             consumer_assignors=tuple(config["group.consumer.assignors"]),
             consumer_max_size=config["group.consumer.max.size"],
+            migration_policy=config["group.consumer.migration.policy"].lower(),
         )
 
 

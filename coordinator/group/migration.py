@@ -8,7 +8,9 @@ assignment as its target, with its session timeout and supported protocols as cl
 metadata. Classic members then speak to the consumer group with their own APIs: JoinGroup
 joins and reconciles (classicGroupJoinToConsumerGroup), SyncGroup hands out the member's
 assignment, Heartbeat answers REBALANCE_IN_PROGRESS when the member must rejoin, LeaveGroup
-removes it.
+removes it. When the last consumer-protocol member leaves (or is fenced) and classic members
+remain, the group becomes a classic group again (convertToClassicGroup,
+ClassicGroup.fromConsumerGroup) and rebalances.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from .consumer import STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ConsumerGroupState, ConsumerMember
 from .consumer_coordinator import HeartbeatError, _current, _member_meta, _random_member_id
-from .group import Group, GroupState
+from .group import Group, GroupState, Member
 from .records import (CG_CURRENT, CG_MEMBER, CG_METADATA, CG_TARGET_MEMBER, CG_TARGET_META, assignment_bytes,
                       cg_key, cg_value, group_metadata_key, parse_assignment, parse_subscription,
                       topic_partitions_field)
@@ -51,6 +53,9 @@ class GroupMigrationMixin:
         g = self.groups.get(group_id)
         if g is None or g.consumer is not None or g.state in (GroupState.DEAD, GroupState.EMPTY) or not g.members:
             return None
+        if self.config.migration_policy not in ("upgrade", "bidirectional"):
+            raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group "
+                                 "because online upgrade is disabled.")
         if g.protocol_type != "consumer":
             raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group "
                                  "because the group does not use the consumer embedded protocol.")
@@ -275,3 +280,47 @@ class GroupMigrationMixin:
             if err is not None:
                 return [(mid, err if e == E.NONE else e) for mid, e in out]
         return out
+
+    # ----------------------------------------------------------- downgrade
+    def _downgrades_without(self, cg: ConsumerGroupState, leaving_id: str) -> bool:
+        """validateOnlineDowngradeWithFencedMember: every other member speaks the classic protocol,
+        at least one remains, and the policy allows it."""
+        return len(cg.members) > 1 and self.config.migration_policy in ("downgrade", "bidirectional") \
+            and all(m.classic is not None for mid, m in cg.members.items() if mid != leaving_id)
+
+    def _downgrade(self, g: Group, leaving_id: str, now_ms: int) -> ErrorCode | None:
+        """convertToClassicGroup for a leaving member: the consumer group's tombstones, then the
+        classic group (generation = the group epoch, each member's target assignment its
+        assignment, the first member its leader) in one write; then a rebalance."""
+        cg, gid = g.consumer, g.group_id
+        records = []
+        for mid in cg.members:
+            records += [(cg_key(CG_CURRENT, gid, mid), None), (cg_key(CG_TARGET_MEMBER, gid, mid), None),
+                        (cg_key(CG_MEMBER, gid, mid), None)]
+        records += [(cg_key(CG_TARGET_META, gid), None), (cg_key(CG_METADATA, gid), None)]
+        classic = Group(gid, state=GroupState.STABLE, state_timestamp_ms=now_ms, generation_id=cg.group_epoch,
+                        protocol_type="consumer")
+        for mid, m in cg.members.items():
+            if mid != leaving_id:
+                classic.add(Member(mid, m.instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                                   m.classic["session_timeout_ms"], "consumer", list(m.classic["supported_protocols"]),
+                                   last_heartbeat_ms=now_ms))
+        classic.protocol_name = classic.select_protocol()
+        names = {tid: n for n, (tid, _) in self.topics().items()}
+        for mid, cm in classic.members.items():
+            try:
+                version = parse_subscription(cm.metadata(classic.protocol_name)).version
+            except Exception:  # noqa: BLE001 - its JoinGroup parsed it
+                version = 0
+            cm.assignment = assignment_bytes({names[t]: ps for t, ps in cg.target.get(mid, {}).items() if t in names},
+                                             version)
+        records.append((group_metadata_key(gid), self._group_record(classic)))
+        err = self._append_or_error(gid, records, now_ms)
+        if err is not None:
+            return err
+        g.consumer = None
+        g.members, g.static_members, g.pending_members = classic.members, classic.static_members, {}
+        g.generation_id, g.protocol_type, g.protocol_name = classic.generation_id, "consumer", classic.protocol_name
+        g.leader_id, g.state, g.state_timestamp_ms = classic.leader_id, GroupState.STABLE, now_ms
+        self._prepare_rebalance(g, now_ms, f"Downgrade group {gid} from consumer to classic.")
+        return None

@@ -78,3 +78,29 @@ def test_classic_join_to_a_consumer_group_asks_for_a_member_id_in_uuid_form():
     other = c.join_group("g", "", None, "c", "/127.0.0.1", 10_000, 30_000, "connect", [("x", b"")], True, T0).result
     assert other["error_code"] == E.INCONSISTENT_GROUP_PROTOCOL
 
+
+def test_last_consumer_member_leaving_makes_a_classic_group_again_that_survives_a_reload():
+    store = MemoryOffsetsStore(50)
+    c = make(store)
+    m1 = classic_stable(c)
+    hb(c, "m2")
+    r = c.consumer_heartbeat(1, "g", "m2", -1, None, None, -1, None, None, None, None, "client", "/127.0.0.1", T0 + 1)
+    assert (r["error_code"], r["member_epoch"]) == (0, -1)
+    d = c.describe_group("g")
+    assert (d["group_state"], [m["member_id"] for m in d["members"]]) == ("PreparingRebalance", [m1])
+    assert parse_assignment(d["members"][0]["member_assignment"]) == {"t": {0}}  # its target in the consumer group
+    assert c.consumer_describe("g", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert c.heartbeat("g", 2, m1, None, T0 + 2) == E.REBALANCE_IN_PROGRESS
+    again = make(store)
+    again.load(T0 + 5)
+    d = again.describe_group("g")
+    assert (d["group_state"], d["protocol_data"], [m["member_id"] for m in d["members"]]) == ("Stable", "range", [m1])
+    assert again.heartbeat("g", 2, m1, None, T0 + 6) == E.NONE
+
+
+def test_migration_policy_disabled_refuses_the_upgrade_and_keeps_the_consumer_group():
+    c = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0, migration_policy="disabled"),
+                         MemoryOffsetsStore(50), topics=lambda: dict(TOPICS))
+    classic_stable(c)
+    assert hb(c, "m2")["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert c.describe_group("g")["group_state"] == "Stable"

@@ -5,12 +5,13 @@ uses the consumer embedded protocol upgrades it to a consumer group; its classic
 live in the consumer group, told of rebalances by REBALANCE_IN_PROGRESS on Heartbeat and given
 their assignment by JoinGroup and SyncGroup."""
 from ..dsl import Scenario, Subscription, Topic, collect, ref, restart
-from .classic_groups import CLASSIC, commit, heartbeat, join, leave, mid, stable_one, sync
+from .classic_groups import ALL, CLASSIC, commit, heartbeat, join, leave, mid, stable_one, sync
 from .classic_groups import describe as describe_groups
 from .classic_groups import list_groups
 from .consumer_groups import beat, describe, hb
 
 T2 = {"t": Topic(partitions=2)}
+NO_MIGRATION = dict(CLASSIC, **{"group.consumer.migration.policy": "disabled"})
 
 
 def upgraded():
@@ -117,6 +118,66 @@ SCENARIOS = [
         join("j3", who="m3", protocols=[("range", Subscription(["{t}"])), ("roundrobin", Subscription(["{t}"]))],
              v=3),
         describe(),
+    ]),
+    # ------------------------------------------- the last consumer member leaves: a classic group again
+    Scenario("group_migration/downgrade/last_consumer_member_leaves",
+             "The consumer-protocol member leaves a group whose other members are classic: the group is a "
+             "classic group again (generation = the group epoch, the members' target assignments theirs) and "
+             "rebalances; the classic member rejoins, leads the next generation and syncs.",
+             topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        join("j1b", member=mid("j1")),
+        sync(mid("j1"), 2),
+        beat("{m2}", 2, owned=[]),
+        hb("{m2}", -1, topics=None, owned=None, rto=-1),
+        describe_groups(),
+        describe(),
+        list_groups(),
+        heartbeat(mid("j1"), 1),
+        heartbeat(mid("j1"), 2),
+        join("j1c", member=mid("j1")),
+        sync(mid("j1"), ref("j1c.generation_id"), [(mid("j1"), ALL)]),
+        heartbeat(mid("j1"), ref("j1c.generation_id")),
+        describe_groups(),
+    ]),
+    Scenario("group_migration/downgrade/not_while_consumer_members_remain",
+             "A consumer-protocol member leaves while another one stays: the group stays a consumer group; a "
+             "classic member's LeaveGroup never downgrades it either.", topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        hb("{m3}"),
+        hb("{m2}", -1, topics=None, owned=None, rto=-1),
+        describe(),
+        describe_groups(),
+        leave([(mid("j1"), None)]),
+        describe(),
+    ]),
+    Scenario("group_migration/downgrade/survives_kill",
+             "The downgrade is written as Kafka writes it (the consumer group's tombstones, then the classic "
+             "group's record): after a kill -9 the group is the classic group, its member in it.",
+             topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        hb("{m2}", -1, topics=None, owned=None, rto=-1),
+        restart(kill=True),
+        describe_groups(),
+        describe(),
+        heartbeat(mid("j1"), 2),
+        join("j1c", member=mid("j1")),
+        sync(mid("j1"), ref("j1c.generation_id"), [(mid("j1"), ALL)]),
+        describe_groups(),
+    ]),
+    Scenario("group_migration/policy/disabled",
+             "group.consumer.migration.policy=disabled: a ConsumerGroupHeartbeat to a classic group with members "
+             "is GROUP_ID_NOT_FOUND; a classic member still joins a consumer group, which stays a consumer "
+             "group when its last consumer-protocol member leaves.", topics=T2, broker=NO_MIGRATION, steps=[
+        *stable_one(group="{g2}"),
+        hb("{m9}", group="{g2}"),
+        describe_groups(groups=("{g2}",)),
+        hb("{m1}", save="a"),
+        join("r2", who="m2"),
+        join("j2", member=mid("r2"), who="m2"),
+        hb("{m1}", -1, topics=None, owned=None, rto=-1),
+        describe(),
+        describe_groups(),
     ]),
     Scenario("group_migration/upgrade/survives_kill",
              "The upgraded group is written to __consumer_offsets as a consumer group (the classic group's "
