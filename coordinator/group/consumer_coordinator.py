@@ -404,14 +404,19 @@ class ConsumerGroupMixin:
                 self._remove_consumer_member(g, mid, now_ms, "session timeout expired")
             elif m.revocation_deadline_ms is not None and now_ms >= m.revocation_deadline_ms:
                 self._remove_consumer_member(g, mid, now_ms, "did not revoke its partitions within the rebalance timeout")
+            elif m.join_deadline_ms is not None and now_ms >= m.join_deadline_ms:
+                self._remove_consumer_member(g, mid, now_ms, "the classic member did not rejoin within the rebalance timeout")
+            elif m.sync_deadline_ms is not None and now_ms >= m.sync_deadline_ms:
+                self._remove_consumer_member(g, mid, now_ms, "the classic member did not sync within the rebalance timeout")
 
     def _consumer_next_deadline(self, g: Group) -> int | None:
         session = self.session_timeout_of(g.group_id)
         best = None
         for m in g.consumer.members.values():
             d = m.last_heartbeat_ms + m.session_timeout_ms(session)
-            if m.revocation_deadline_ms is not None:
-                d = min(d, m.revocation_deadline_ms)
+            for timer in (m.revocation_deadline_ms, m.join_deadline_ms, m.sync_deadline_ms):
+                if timer is not None:
+                    d = min(d, timer)
             best = d if best is None else min(best, d)
         return best
 

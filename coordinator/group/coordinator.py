@@ -506,7 +506,7 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
             return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
         if g.consumer is not None:
             return _done(self.classic_sync_to_consumer(g, generation_id, member_id, group_instance_id,
-                                                       protocol_type, protocol_name))
+                                                       protocol_type, protocol_name, now_ms))
         if g.state == S.DEAD:
             return _done(_sync_result(E.COORDINATOR_NOT_AVAILABLE))
         err = g.validate_member(member_id, group_instance_id)

@@ -191,6 +191,7 @@ class GroupMigrationMixin:
                 None, owned, None, client_id, client_host, now_ms, classic=classic, classic_unknown=unknown)
         except HeartbeatError as e:
             return _join_response(asked, e.code)
+        m.join_deadline_ms, m.sync_deadline_ms = None, now_ms + rebalance_timeout_ms
         return _join_response(member_id, E.NONE, m.member_epoch, protocols[0][0])
 
     @staticmethod
@@ -205,7 +206,7 @@ class GroupMigrationMixin:
         return any(all(n in {p for p, _ in m.classic["supported_protocols"]} for m in classic) for n in names)
 
     def classic_sync_to_consumer(self, g: Group, generation_id: int, member_id: str, instance_id: str | None,
-                                 protocol_type: str | None, protocol_name: str | None) -> dict:
+                                 protocol_type: str | None, protocol_name: str | None, now_ms: int) -> dict:
         """classicGroupSyncToConsumerGroup: the member's assigned partitions, encoded at its
         subscription's version, once it has caught up with the group epoch."""
         cg = g.consumer
@@ -220,7 +221,9 @@ class GroupMigrationMixin:
                 (protocol_name is not None and protocol_name != name):
             return _sync_response(E.INCONSISTENT_GROUP_PROTOCOL)
         if cg.group_epoch > m.member_epoch and m.state != UNREVOKED_PARTITIONS:
+            self._must_rejoin(m, now_ms)
             return _sync_response(E.REBALANCE_IN_PROGRESS)
+        m.sync_deadline_ms, m.last_heartbeat_ms = None, now_ms
         names = {tid: n for n, (tid, _) in self.topics().items()}
         parts = {names[t]: ps for t, ps in m.assigned.items() if t in names}
         try:
@@ -243,8 +246,16 @@ class GroupMigrationMixin:
         m.last_heartbeat_ms = now_ms
         if m.member_epoch < cg.group_epoch or m.state == UNREVOKED_PARTITIONS or \
                 (m.state == UNRELEASED_PARTITIONS and not self._waiting_on_unreleased(cg, m)):
+            self._must_rejoin(m, now_ms)
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
+
+    @staticmethod
+    def _must_rejoin(m: ConsumerMember, now_ms: int) -> None:
+        """scheduleConsumerGroupJoinTimeoutIfAbsent: the first REBALANCE_IN_PROGRESS starts the
+        member's rebalance timeout to rejoin in."""
+        if m.join_deadline_ms is None:
+            m.join_deadline_ms = now_ms + m.rebalance_timeout_ms
 
     @staticmethod
     def _waiting_on_unreleased(cg: ConsumerGroupState, m: ConsumerMember) -> bool:

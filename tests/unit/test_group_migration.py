@@ -104,3 +104,27 @@ def test_migration_policy_disabled_refuses_the_upgrade_and_keeps_the_consumer_gr
     classic_stable(c)
     assert hb(c, "m2")["error_code"] == E.GROUP_ID_NOT_FOUND
     assert c.describe_group("g")["group_state"] == "Stable"
+
+
+def test_classic_member_must_sync_and_rejoin_within_its_rebalance_timeout():
+    c = make(MemoryOffsetsStore(50))
+    hb(c, "m1")
+
+    def join(member, now):
+        return c.join_group("g", member, None, "c", "/127.0.0.1", 60_000, 1_000, "consumer", PROTOS, True, now).result
+    m2 = join(join("", T0)["member_id"], T0)["member_id"]
+    c.tick(T0 + 999)
+    assert m2 in [m["member_id"] for m in c.consumer_describe("g", 0)["members"]]
+    c.tick(T0 + 1_000)  # no SyncGroup within its rebalance timeout: fenced
+    assert [m["member_id"] for m in c.consumer_describe("g", 0)["members"]] == ["m1"]
+    j = join(join("", T0 + 2_000)["member_id"], T0 + 2_000)
+    m3 = j["member_id"]
+    assert c.sync_group("g", j["generation_id"], m3, None, "consumer", "range", {}, T0 + 2_100).result["error_code"] == 0
+    c.tick(T0 + 3_500)  # synced: no sync timeout any more
+    hb(c, "m4", now=T0 + 3_500)
+    assert c.heartbeat("g", j["generation_id"], m3, None, T0 + 4_000) == E.REBALANCE_IN_PROGRESS
+    assert c.heartbeat("g", j["generation_id"], m3, None, T0 + 4_500) == E.REBALANCE_IN_PROGRESS
+    c.tick(T0 + 4_999)
+    assert m3 in [m["member_id"] for m in c.consumer_describe("g", 0)["members"]]
+    c.tick(T0 + 5_000)  # the first REBALANCE_IN_PROGRESS started its rebalance timeout
+    assert sorted(m["member_id"] for m in c.consumer_describe("g", 0)["members"]) == ["m1", "m4"]

@@ -105,6 +105,23 @@ SCENARIOS = [
         describe(),
         describe_groups(),
     ]),
+    Scenario("group_migration/classic_join/rebalance_timeouts",
+             "A classic member of a consumer group that does not sync within its rebalance timeout after its "
+             "JoinGroup, or does not rejoin within it after its Heartbeat was answered REBALANCE_IN_PROGRESS, is "
+             "removed from the group (the group epoch is bumped).", topics=T2, broker=CLASSIC, steps=[
+        hb("{m1}", save="a"),
+        join("r2", who="m2", rebalance=1000),
+        join("j2", member=mid("r2"), who="m2", rebalance=1000),
+        describe(until={"groups.0.group_epoch": 3}),
+        heartbeat(mid("j2"), ref("j2.generation_id"), who="m2"),
+        join("r3", who="m3", rebalance=1000),
+        join("j3", member=mid("r3"), who="m3", rebalance=1000),
+        sync(mid("j3"), ref("j3.generation_id"), who="m3"),
+        hb("{m4}"),
+        heartbeat(mid("j3"), ref("j3.generation_id"), who="m3"),
+        describe(until={"groups.0.group_epoch": 6}),
+        heartbeat(mid("j3"), ref("j3.generation_id"), who="m3"),
+    ]),
     Scenario("group_migration/classic_join/refused",
              "Classic JoinGroups a consumer group with a member refuses: another protocol type, and a "
              "protocol no classic member supports (INCONSISTENT_GROUP_PROTOCOL); a JoinGroup v3 (no "
