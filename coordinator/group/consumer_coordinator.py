@@ -272,6 +272,12 @@ class ConsumerGroupMixin:
         new.members[member_id] = updated
         if _current_changed(member if not is_new else None, updated) or replaced is not None:
             records.append((cg_key(CG_CURRENT, group_id, member_id), cg_value(CG_CURRENT, _current(updated))))
+        if classic is not None and replaced is not None and self._downgrades_with_replaced(new):
+            # a classic static member took the last consumer-protocol member's place
+            err = self._downgrade(g, replaced, now_ms, cg=new, records=records)
+            if err is not None:
+                raise HeartbeatError(err)
+            return updated
         if records:
             err = self._append_or_error(group_id, records, now_ms)
             if err is not None:

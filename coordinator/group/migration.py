@@ -299,12 +299,22 @@ class GroupMigrationMixin:
         return len(cg.members) > 1 and self.config.migration_policy in ("downgrade", "bidirectional") \
             and all(m.classic is not None for mid, m in cg.members.items() if mid != leaving_id)
 
-    def _downgrade(self, g: Group, leaving_id: str, now_ms: int) -> ErrorCode | None:
-        """convertToClassicGroup for a leaving member: the consumer group's tombstones, then the
-        classic group (generation = the group epoch, each member's target assignment its
-        assignment, the first member its leader) in one write; then a rebalance."""
-        cg, gid = g.consumer, g.group_id
-        records = []
+    def _downgrades_with_replaced(self, cg: ConsumerGroupState) -> bool:
+        """validateOnlineDowngradeWithReplacedMemberId, on the group after the replacement: every
+        member (the joining one included) speaks the classic protocol, and the policy allows it."""
+        return self.config.migration_policy in ("downgrade", "bidirectional") \
+            and all(m.classic is not None for m in cg.members.values())
+
+    def _downgrade(self, g: Group, leaving_id: str, now_ms: int, cg: ConsumerGroupState | None = None,
+                   records: tuple = ()) -> ErrorCode | None:
+        """convertToClassicGroup: the consumer group's tombstones, then the classic group
+        (generation = the group epoch, each member's target assignment its assignment, the first
+        member its leader) in one write, after `records` (those of the join that triggered it).
+        A member leaving makes the classic group rebalance; a classic static member replacing the
+        last consumer-protocol one (`cg`: the group with it, the leaving member gone) does not."""
+        rebalance = cg is None
+        cg, gid = cg or g.consumer, g.group_id
+        records = list(records)
         for mid in cg.members:
             records += [(cg_key(CG_CURRENT, gid, mid), None), (cg_key(CG_TARGET_MEMBER, gid, mid), None),
                         (cg_key(CG_MEMBER, gid, mid), None)]
@@ -333,5 +343,8 @@ class GroupMigrationMixin:
         g.members, g.static_members, g.pending_members = classic.members, classic.static_members, {}
         g.generation_id, g.protocol_type, g.protocol_name = classic.generation_id, "consumer", classic.protocol_name
         g.leader_id, g.state, g.state_timestamp_ms = classic.leader_id, GroupState.STABLE, now_ms
-        self._prepare_rebalance(g, now_ms, f"Downgrade group {gid} from consumer to classic.")
+        if rebalance:
+            self._prepare_rebalance(g, now_ms, f"Downgrade group {gid} from consumer to classic.")
+        else:
+            log.info("group %s: downgraded from consumer to classic group at generation %d", gid, g.generation_id)
         return None

@@ -128,3 +128,24 @@ def test_classic_member_must_sync_and_rejoin_within_its_rebalance_timeout():
     assert m3 in [m["member_id"] for m in c.consumer_describe("g", 0)["members"]]
     c.tick(T0 + 5_000)  # the first REBALANCE_IN_PROGRESS started its rebalance timeout
     assert sorted(m["member_id"] for m in c.consumer_describe("g", 0)["members"]) == ["m1", "m4"]
+
+
+def test_classic_static_member_replacing_the_last_consumer_member_downgrades_without_a_rebalance():
+    store = MemoryOffsetsStore(50)
+    c = make(store)
+    c.consumer_heartbeat(1, "g", "m1", 0, "i1", None, 30_000, ["t"], None, None, [], "client", "/127.0.0.1", T0)
+
+    def join(instance):
+        return c.join_group("g", "", instance, "c", "/127.0.0.1", 10_000, 30_000, "consumer", PROTOS, True, T0).result
+    j2 = join("i2")
+    assert (j2["error_code"], j2["generation_id"], len(j2["member_id"])) == (0, 2, 22)
+    j3 = join("i1")
+    assert (j3["error_code"], j3["generation_id"]) == (0, 2)
+    d = c.describe_group("g")
+    assert d["group_state"] == "Stable" and c.consumer_describe("g", 0)["error_code"] == E.GROUP_ID_NOT_FOUND
+    # the joining member has the replaced member's target assignment
+    assert {m["member_id"]: parse_assignment(m["member_assignment"]) for m in d["members"]} == \
+        {j2["member_id"]: {"t": {1}}, j3["member_id"]: {"t": {0}}}
+    again = make(store)
+    again.load(T0 + 5)
+    assert again.describe_group("g")["members"] == d["members"]

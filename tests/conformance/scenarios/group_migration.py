@@ -122,6 +122,20 @@ SCENARIOS = [
         describe(until={"groups.0.group_epoch": 6}),
         heartbeat(mid("j3"), ref("j3.generation_id"), who="m3"),
     ]),
+    Scenario("group_migration/static/classic_replaces_last_consumer_member",
+             "A classic static member joins a consumer group; another classic static member takes the instance "
+             "id of the last consumer-protocol member: the group is a classic group again.",
+             topics=T2, broker=CLASSIC, steps=[
+        hb("{m1}", instance="{i1}", save="a"),
+        join("j2", who="m2", instance="{i2}"),
+        sync(mid("j2"), ref("j2.generation_id"), who="m2", instance="{i2}"),
+        join("j3", who="m3", instance="{i1}"),
+        describe_groups(),
+        describe(),
+        heartbeat(mid("j3"), ref("j3.generation_id"), who="m3", instance="{i1}"),
+        heartbeat(mid("j2"), ref("j2.generation_id"), who="m2", instance="{i2}"),
+        sync(mid("j3"), ref("j3.generation_id"), who="m3", instance="{i1}"),
+    ]),
     Scenario("group_migration/classic_join/refused",
              "Classic JoinGroups a consumer group with a member refuses: another protocol type, and a "
              "protocol no classic member supports (INCONSISTENT_GROUP_PROTOCOL); a JoinGroup v3 (no "
