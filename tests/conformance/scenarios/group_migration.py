@@ -4,7 +4,7 @@ group.protocol=classic to consumer meets. A ConsumerGroupHeartbeat to a classic 
 uses the consumer embedded protocol upgrades it to a consumer group; its classic members then
 live in the consumer group, told of rebalances by REBALANCE_IN_PROGRESS on Heartbeat and given
 their assignment by JoinGroup and SyncGroup."""
-from ..dsl import Scenario, Subscription, Topic, collect, ref, restart
+from ..dsl import Scenario, Subscription, Topic, call, collect, ref, restart
 from .classic_groups import ALL, CLASSIC, commit, heartbeat, join, leave, mid, stable_one, sync
 from .classic_groups import describe as describe_groups
 from .classic_groups import list_groups
@@ -42,6 +42,12 @@ SCENARIOS = [
         leave([(mid("j1"), None)]),
         describe(),
         describe_groups(),
+    ]),
+    Scenario("group_migration/upgrade/member_type_v1",
+             "ConsumerGroupDescribe v1 tells the members apart: member_type 0 for the classic member, 1 for the "
+             "consumer-protocol one.", topics=T2, broker=CLASSIC, steps=[
+        *upgraded(),
+        call(69, 1, {"group_ids": ["{g}"], "include_authorized_operations": False}),
     ]),
     Scenario("group_migration/upgrade/stale_generation_and_unknown_member",
              "Classic requests to the upgraded group with a wrong generation or an unknown member id: "
