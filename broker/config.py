@@ -72,6 +72,14 @@ def _one_of(*choices):
     return check
 
 
+def _one_of_ignoring_case(*choices):
+    """Kafka's ConfigDef.CaseInsensitiveValidString."""
+    def check(v):
+        if v.lower() not in choices:
+            raise ValueError(f"String must be one of (case insensitive): {', '.join(choices).upper()}")
+    return check
+
+
 def parse_metrics_listener(text: str) -> tuple[str, int]:
     """``metrics.listener``: '[http://]host:port' -> (host, port); an empty host means all interfaces."""
     text = text.strip().removeprefix("http://")
@@ -142,6 +150,7 @@ DEFS: dict[str, tuple] = {
     "group.consumer.max.session.timeout.ms": (_int, 60000, _at_least(1), "Largest consumer.session.timeout.ms a group may set"),
     "group.consumer.assignors": (_list, ["uniform", "range"], None, "Server-side assignors (the first is the default): uniform, range"),
     "group.consumer.max.size": (_int, 2147483647, _at_least(1), "Most members in one consumer-protocol group (GROUP_MAX_SIZE_REACHED past it)"),
+    "group.consumer.migration.policy": (str, "bidirectional", _one_of_ignoring_case("disabled", "downgrade", "upgrade", "bidirectional"), "Online migration between the group protocols: upgrade lets a consumer-protocol member join a classic group (it becomes a consumer group), downgrade makes a consumer group whose last consumer-protocol member left a classic group again"),
     "transaction.state.log.num.partitions": (_int, 50, _at_least(1), "Partitions of __transaction_state"),
     "transaction.state.log.segment.bytes": (_int, 104857600, _at_least(14), "segment.bytes of __transaction_state (small segments compact sooner)"),
     "transaction.max.timeout.ms": (_int, 900000, _at_least(1), "Largest transaction timeout a producer may ask for"),

@@ -45,6 +45,17 @@ class ConsumerMember:
     pending_revocation: Assignment = field(default_factory=dict)
     last_heartbeat_ms: int = 0
     revocation_deadline_ms: int | None = None  # rebalance timeout while partitions are being revoked
+    # a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) in a consumer group:
+    # {"session_timeout_ms": int, "supported_protocols": [(name, subscription bytes)]}; None otherwise
+    classic: dict | None = None
+    # a classic member's timers (Kafka's, not written either): rejoin within its rebalance timeout
+    # once told REBALANCE_IN_PROGRESS, sync within it after its JoinGroup; else it is fenced
+    join_deadline_ms: int | None = None
+    sync_deadline_ms: int | None = None
+
+    def session_timeout_ms(self, consumer_session_timeout_ms: int) -> int:
+        """A classic member lives by the session timeout of its JoinGroup, others by the group's."""
+        return self.classic["session_timeout_ms"] if self.classic is not None else consumer_session_timeout_ms
 
     def owns(self) -> Assignment:
         """What the member may still hold: assigned plus pending revocation."""

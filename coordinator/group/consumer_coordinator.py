@@ -90,11 +90,13 @@ class ConsumerGroupMixin:
             g.protocol_type = "consumer"
             return g
         if g.consumer is None:
-            if g.members or g.pending_members:
+            if g.members:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             if not create:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            # an empty classic group becomes a consumer group (its offsets stay)
+            # an empty classic group becomes a consumer group (its offsets stay; member ids only
+            # handed out with MEMBER_ID_REQUIRED are no members)
+            g.pending_members.clear()
             g.consumer = ConsumerGroupState(group_epoch=g.generation_id, assignment_epoch=g.generation_id)
             g.protocol_type = "consumer"
         return g
@@ -193,16 +195,28 @@ class ConsumerGroupMixin:
 
     def _consumer_join_or_heartbeat(self, version, group_id, member_id, member_epoch, instance_id, rack_id,
                                     rebalance_timeout_ms, names, regex, assignor, owned, owned_raw, client_id,
-                                    client_host, now_ms) -> dict:
-        g = self._consumer_group(group_id, create=member_epoch == 0, now_ms=now_ms)
-        cg = g.consumer
-        member, is_new, replaced = self._find_member(g, cg, member_id, member_epoch, instance_id, owned)
+                                    client_host, now_ms, classic: dict | None = None,
+                                    classic_unknown: bool = False):
+        """A ConsumerGroupHeartbeat join or heartbeat; with `classic` (the member's classic
+        metadata), a classic member's JoinGroup to a consumer group (Kafka's
+        classicGroupJoinToConsumerGroup), answered with the updated member instead."""
+        upgrade = self._classic_group_to_upgrade(group_id) if member_epoch == 0 and classic is None else None
+        if upgrade is not None:
+            # Kafka's convertToConsumerGroup: the join upgrades a classic group with members online
+            g = upgrade
+            cg, records = self._upgraded_state(g, now_ms)
+        else:
+            g = self._consumer_group(group_id, create=member_epoch == 0, now_ms=now_ms)
+            cg, records = g.consumer, []
+        if classic is not None:
+            member, is_new, replaced = self._find_classic_member(g, cg, member_id, instance_id, classic_unknown)
+        else:
+            member, is_new, replaced = self._find_member(g, cg, member_id, member_epoch, instance_id, owned)
         if is_new and len(cg.members) >= self.config.consumer_max_size:
             raise HeartbeatError(E.GROUP_MAX_SIZE_REACHED,
                                  f"The consumer group has reached its maximum capacity of "
                                  f"{self.config.consumer_max_size} members.")
         new = copy.deepcopy(cg)
-        records: list = []
         if replaced is not None:
             old = new.members.pop(replaced)
             new.target[member_id] = new.target.pop(replaced, copy_assignment(old.assigned))
@@ -226,6 +240,8 @@ class ConsumerGroupMixin:
         if assignor is not None:
             m.server_assignor = assignor
         m.client_id, m.client_host = client_id, client_host
+        if classic is not None:
+            m.classic = classic
         m.last_heartbeat_ms = now_ms
         new.members[member_id] = m
         if m.instance_id is not None:
@@ -256,16 +272,27 @@ class ConsumerGroupMixin:
         new.members[member_id] = updated
         if _current_changed(member if not is_new else None, updated) or replaced is not None:
             records.append((cg_key(CG_CURRENT, group_id, member_id), cg_value(CG_CURRENT, _current(updated))))
+        if classic is not None and replaced is not None and self._downgrades_with_replaced(new):
+            # a classic static member took the last consumer-protocol member's place
+            err = self._downgrade(g, replaced, now_ms, cg=new, records=records)
+            if err is not None:
+                raise HeartbeatError(err)
+            return updated
         if records:
             err = self._append_or_error(group_id, records, now_ms)
             if err is not None:
-                return _error(err)
+                raise HeartbeatError(err)
+        if upgrade is not None:
+            self._finish_upgrade(g)
         g.consumer = new
         self.groups[group_id] = g
         if g.state != GroupState.EMPTY:
             g.state = GroupState.EMPTY
         if is_new:
-            log.info("group %s: member %s joins (epoch %d)", group_id, member_id, new.group_epoch)
+            log.info("group %s: member %s joins (epoch %d)%s", group_id, member_id, new.group_epoch,
+                     " with the classic protocol" if classic is not None else "")
+        if classic is not None:
+            return updated
         # Kafka sends the assignment only to a full request (a join, or a client that lost an
         # answer: it sends every field again) or when the assignment changed; a plain heartbeat
         # back with the previous epoch gets none, even if it owns less than its assignment
@@ -340,43 +367,62 @@ class ConsumerGroupMixin:
                 "member_epoch": member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
     def _remove_consumer_member(self, g: Group, member_id: str, now_ms: int, why: str) -> ErrorCode | None:
+        """A member leaves or is fenced (consumerGroupFenceMember): if only classic members remain,
+        the group becomes a classic group again."""
+        if self._downgrades_without(g.consumer, member_id):
+            return self._downgrade(g, member_id, now_ms)
+        return self._remove_consumer_members(g, [member_id], now_ms, why)
+
+    def _remove_consumer_members(self, g: Group, member_ids: list, now_ms: int, why: str) -> ErrorCode | None:
+        """Removes members in one write with one epoch bump (a LeaveGroup naming several: Kafka's
+        classicGroupLeaveToConsumerGroup)."""
         cg = g.consumer
         gid = g.group_id
         new = copy.deepcopy(cg)
-        m = new.members.pop(member_id)
-        new.target.pop(member_id, None)
-        if m.instance_id is not None and new.static_members.get(m.instance_id) == member_id:
-            del new.static_members[m.instance_id]
+        records = []
+        for member_id in member_ids:
+            m = new.members.pop(member_id)
+            new.target.pop(member_id, None)
+            if m.instance_id is not None and new.static_members.get(m.instance_id) == member_id:
+                del new.static_members[m.instance_id]
+            records += [(cg_key(CG_CURRENT, gid, member_id), None), (cg_key(CG_TARGET_MEMBER, gid, member_id), None),
+                        (cg_key(CG_MEMBER, gid, member_id), None)]
         new.group_epoch += 1
         new.subscription_metadata = self._subscribed_topics(new, self.topics())
-        records = [(cg_key(CG_CURRENT, gid, member_id), None), (cg_key(CG_TARGET_MEMBER, gid, member_id), None),
-                   (cg_key(CG_MEMBER, gid, member_id), None),
-                   (cg_key(CG_METADATA, gid), cg_value(CG_METADATA, {"epoch": new.group_epoch}))]
+        records.append((cg_key(CG_METADATA, gid), cg_value(CG_METADATA, {"epoch": new.group_epoch})))
         err = self._append_or_error(gid, records, now_ms)
         if err is not None:
             return err
         g.consumer = new
         if not new.members:
             g.state_timestamp_ms = now_ms  # offsets of an empty group expire from now (offsets.retention.minutes)
-        log.info("group %s: member %s removed (%s), group epoch %d", gid, member_id, why, new.group_epoch)
+        log.info("group %s: members %s removed (%s), group epoch %d", gid, ", ".join(member_ids), why,
+                 new.group_epoch)
         return None
 
     # -------------------------------------------------------------- timers
     def _consumer_tick(self, g: Group, now_ms: int) -> None:
         session = self.session_timeout_of(g.group_id)
         for mid, m in list(g.consumer.members.items()):
-            if now_ms >= m.last_heartbeat_ms + session:
+            if g.consumer is None:
+                return  # a member's removal made it a classic group again
+            if now_ms >= m.last_heartbeat_ms + m.session_timeout_ms(session):
                 self._remove_consumer_member(g, mid, now_ms, "session timeout expired")
             elif m.revocation_deadline_ms is not None and now_ms >= m.revocation_deadline_ms:
                 self._remove_consumer_member(g, mid, now_ms, "did not revoke its partitions within the rebalance timeout")
+            elif m.join_deadline_ms is not None and now_ms >= m.join_deadline_ms:
+                self._remove_consumer_member(g, mid, now_ms, "the classic member did not rejoin within the rebalance timeout")
+            elif m.sync_deadline_ms is not None and now_ms >= m.sync_deadline_ms:
+                self._remove_consumer_member(g, mid, now_ms, "the classic member did not sync within the rebalance timeout")
 
     def _consumer_next_deadline(self, g: Group) -> int | None:
         session = self.session_timeout_of(g.group_id)
         best = None
         for m in g.consumer.members.values():
-            d = m.last_heartbeat_ms + session
-            if m.revocation_deadline_ms is not None:
-                d = min(d, m.revocation_deadline_ms)
+            d = m.last_heartbeat_ms + m.session_timeout_ms(session)
+            for timer in (m.revocation_deadline_ms, m.join_deadline_ms, m.sync_deadline_ms):
+                if timer is not None:
+                    d = min(d, timer)
             best = d if best is None else min(best, d)
         return best
 
@@ -391,10 +437,10 @@ class ConsumerGroupMixin:
         m = cg.members.get(member_id or "")
         if m is None:
             return E.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and m.classic is None and api_version < 9:
             return E.UNSUPPORTED_VERSION
         if member_epoch != m.member_epoch:
-            if transactional:
+            if transactional or m.classic is not None:  # a classic member's epoch is its generation
                 return E.ILLEGAL_GENERATION
             return E.STALE_MEMBER_EPOCH
         return E.NONE
@@ -436,7 +482,7 @@ class ConsumerGroupMixin:
             "subscribed_topic_regex": m.subscribed_topic_regex or "",
             "assignment": {"topic_partitions": tps(m.assigned)},
             "target_assignment": {"topic_partitions": tps(cg.target.get(m.member_id, {}))},
-            "member_type": 1,  # v1: a consumer-protocol member (0 would be a classic one)
+            "member_type": 0 if m.classic is not None else 1,  # v1: 0 a classic member, 1 a consumer one
         } for m in cg.members.values()]
         return dict(base, group_state=cg.state_name(), group_epoch=cg.group_epoch,
                     assignment_epoch=cg.assignment_epoch,
@@ -473,6 +519,10 @@ class ConsumerGroupMixin:
             m.subscribed_topic_names = list(v.subscribed_topic_names or [])
             m.subscribed_topic_regex = v.subscribed_topic_regex or None
             m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            c = getattr(v, "classic_member_metadata", None)
+            m.classic = None if c is None else {
+                "session_timeout_ms": c.session_timeout_ms,
+                "supported_protocols": [(p.name, bytes(p.metadata)) for p in c.supported_protocols or []]}
             if m.instance_id is not None:
                 cg.static_members[m.instance_id] = mid
         elif kind == CG_CURRENT:
@@ -497,10 +547,14 @@ def _assignment(tps) -> dict:
 
 
 def _member_meta(m: ConsumerMember) -> dict:
+    classic = None
+    if m.classic is not None:
+        classic = {"session_timeout_ms": m.classic["session_timeout_ms"],
+                   "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic["supported_protocols"]]}
     return {"instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
             "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
             "subscribed_topic_regex": m.subscribed_topic_regex, "rebalance_timeout_ms": m.rebalance_timeout_ms,
-            "server_assignor": m.server_assignor}
+            "server_assignor": m.server_assignor, "classic_member_metadata": classic}
 
 
 def _current(m: ConsumerMember) -> dict:

@@ -19,6 +19,7 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from .consumer import UNREVOKED_PARTITIONS
 from .consumer_coordinator import ConsumerGroupMixin
 from .group import Group, GroupState, Member, Waiter
+from .migration import GroupMigrationMixin
 from .records import (CG_METADATA, CG_TARGET_META, ConsumerGroupKey, cg_key, GroupKey, GroupRecord, MemberRecord, OffsetKey, OffsetValue, group_metadata_key,
                       group_metadata_value, offset_commit_key, offset_commit_value, parse_group_value,
                       parse_key, parse_offset_value, partition_for)
@@ -47,6 +48,7 @@ class GroupConfig:
     consumer_session_timeout_ms: int = 45000
     consumer_assignors: tuple = ("uniform", "range")
     consumer_max_size: int = 2147483647
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
 
     @classmethod
     def from_broker_config(cls, config) -> "GroupConfig":
@@ -61,6 +63,7 @@ class GroupConfig:
             consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
             consumer_assignors=tuple(config["group.consumer.assignors"]),
             consumer_max_size=config["group.consumer.max.size"],
+            migration_policy=config["group.consumer.migration.policy"].lower(),
         )
 
 
@@ -98,7 +101,7 @@ def _storage_error(exc: Exception) -> ErrorCode:
     return E.UNKNOWN_SERVER_ERROR
 
 
-class GroupCoordinator(ConsumerGroupMixin):
+class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
     def __init__(self, config: GroupConfig, store: OffsetsStore, topics=None, group_configs=None):
         self.config = config
         self.store = store
@@ -182,7 +185,9 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is not None and g.consumer is not None:
             if g.consumer.members:
-                return _done(_join_error(member_id, E.INCONSISTENT_GROUP_PROTOCOL))
+                return _done(self.classic_join_to_consumer(
+                    g, member_id, group_instance_id, client_id, client_host, session_timeout_ms,
+                    rebalance_timeout_ms, protocol_type, list(protocols), require_known_member_id, now_ms))
             # an empty consumer group becomes a classic group again (its offsets stay)
             try:
                 self._append(group_id, [(cg_key(CG_TARGET_META, group_id), None),
@@ -499,6 +504,9 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is None:
             return _done(_sync_result(E.UNKNOWN_MEMBER_ID))
+        if g.consumer is not None:
+            return _done(self.classic_sync_to_consumer(g, generation_id, member_id, group_instance_id,
+                                                       protocol_type, protocol_name, now_ms))
         if g.state == S.DEAD:
             return _done(_sync_result(E.COORDINATOR_NOT_AVAILABLE))
         err = g.validate_member(member_id, group_instance_id)
@@ -548,6 +556,8 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is None:
             return E.UNKNOWN_MEMBER_ID
+        if g.consumer is not None:
+            return self.classic_heartbeat_to_consumer(g, generation_id, member_id, group_instance_id, now_ms)
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE
         err = g.validate_member(member_id, group_instance_id)
@@ -570,6 +580,8 @@ class GroupCoordinator(ConsumerGroupMixin):
         g = self.groups.get(group_id)
         if g is None:
             return E.NONE, [E.UNKNOWN_MEMBER_ID for _ in members]
+        if g.consumer is not None:
+            return E.NONE, [err for _, err in self.classic_leave_to_consumer(g, members, now_ms)]
         if g.state == S.DEAD:
             return E.COORDINATOR_NOT_AVAILABLE, []
         why = f"member left the group{': ' + reason if reason else ''}"

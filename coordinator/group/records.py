@@ -162,6 +162,42 @@ def subscribed_topics(metadata: bytes) -> set[str] | None:
         return None
 
 
+@dataclass
+class ConsumerSubscription:
+    """A classic member's ConsumerProtocolSubscription, as a consumer group keeps it."""
+    version: int
+    topics: list[str]
+    owned: dict[str, set[int]]  # topic name -> partitions (empty before v1)
+    rack_id: str | None
+
+
+def parse_subscription(metadata: bytes) -> ConsumerSubscription:
+    """Raises on a malformed subscription (Kafka's SchemaException)."""
+    version, obj = _decode("ConsumerProtocolSubscription", metadata, 3)
+    owned: dict[str, set[int]] = {}
+    for tp in getattr(obj, "owned_partitions", None) or []:
+        owned.setdefault(tp.topic, set()).update(tp.partitions or [])
+    return ConsumerSubscription(version, list(obj.topics or []), owned, getattr(obj, "rack_id", None))
+
+
+def parse_assignment(data: bytes) -> dict[str, set[int]]:
+    """A ConsumerProtocolAssignment by topic name; an empty one (a member that never synced) is none."""
+    if not data:
+        return {}
+    _, obj = _decode("ConsumerProtocolAssignment", data, 3)
+    out: dict[str, set[int]] = {}
+    for tp in obj.assigned_partitions or []:
+        out.setdefault(tp.topic, set()).update(tp.partitions or [])
+    return out
+
+
+def assignment_bytes(parts: dict[str, set[int]], version: int) -> bytes:
+    """ConsumerProtocol.serializeAssignment at the member's subscription version (at most 3)."""
+    return _encode("ConsumerProtocolAssignment", min(max(version, 0), 3), {
+        "assigned_partitions": [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(parts.items()) if ps],
+        "user_data": None})
+
+
 # ------------------------------------------------- KIP-848 consumer groups
 # Record types (the key's version): 3 group epoch, 5 member metadata, 6 target
 # assignment epoch, 7 a member's target assignment, 8 a member's current assignment.

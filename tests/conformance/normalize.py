@@ -29,6 +29,10 @@ GENERATED_MEMBER_ID = re.compile(r"(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 # keys and values longer than this are shown by their size (a batch over segment.bytes would
 # otherwise put a megabyte into its golden file)
 LONG_VALUE = 4096
+# The member id Kafka makes for a classic member joining a consumer group (KIP-848 migration):
+# Uuid.randomUuid().toString(), 16 random bytes in unpadded URL-safe base64. Normalized only as
+# a "member_id" field's value.
+UUID_MEMBER_ID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
 
 
 class Normalizer:
@@ -85,6 +89,8 @@ class Normalizer:
                 return "<host>"
             if key == "port":
                 return "<port>"
+            if key == "member_id" and isinstance(obj, str) and UUID_MEMBER_ID.fullmatch(obj):
+                return self.members.setdefault(obj, f"M{len(self.members) + 1}")
             if key == "records" and isinstance(obj, (bytes, bytearray, memoryview)):
                 return self.batches(bytes(obj))
         if isinstance(obj, str):

@@ -343,3 +343,30 @@ def test_confluent_admin_lists_and_describes_consumer_groups(fast_broker):
                                                  Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE}
     finally:
         consumer.close()
+
+
+def test_classic_and_consumer_members_share_a_group(fast_broker):
+    """A fleet rolling from group.protocol=classic to consumer: two classic members share the
+    partitions; a consumer-protocol member joins and the group is upgraded online (Kafka 4.1's
+    default group.consumer.migration.policy); the partitions are spread over all three, each
+    owned by one member; when the classic members leave, the consumer member gets them all."""
+    b = fast_broker
+    topic, group = f"mig-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 4) == 0
+    classic = [Member(b.bootstrap, group, topic, "--protocol", "classic") for _ in range(2)]
+    members = list(classic)
+    try:
+        wait_until(lambda: balanced(classic, 4), 30, message=lambda: [m.assigned for m in classic])
+        new = Member(b.bootstrap, group, topic, "--protocol", "consumer")
+        members.append(new)
+        wait_until(lambda: balanced(members, 4) and all(m.assigned for m in members), 30,
+                   message=lambda: [m.assigned for m in members])
+        d = describe(b.bootstrap, group)
+        assert d.error_code == 0 and len(d.members) == 3
+        for m in classic:
+            m.leave()
+        wait_until(lambda: sorted(new.assigned) == [0, 1, 2, 3], 30, message=lambda: new.assigned)
+    finally:
+        for m in members:
+            m.close()
