@@ -1,7 +1,7 @@
 """CreatePartitions (37)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
-from .create_topics import MAX_RECORDS_PER_USER_OP
+from .create_topics import MAX_RECORDS_PER_USER_OP, validate_manual_partition_assignment
 
 API_KEY = 37
 VERSIONS = (0, 3)
@@ -43,17 +43,7 @@ def _grow(conn, broker, t, validate_only: bool) -> dict:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
                                  f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
             for a in t.assignments:
-                ids = list(a.broker_ids)
-                if not ids:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     "The manual partition assignment includes an empty replica list.")
-                for b in ids:
-                    if b != broker.node_id:
-                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                         f"includes broker {b}, but no such broker is registered.")
-                if len(ids) > 1:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                     f"includes the broker {ids[0]} more than once.")
+                validate_manual_partition_assignment(broker, a.broker_ids)
         if not validate_only:
             broker.logs.add_partitions(t.name, t.count)
     except KafkaError as e:

@@ -68,17 +68,7 @@ def _create(broker, t, validate_only: bool) -> dict:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  "partitions should be a consecutive 0-based integer sequence")
             for a in t.assignments:
-                ids = list(a.broker_ids)
-                if not ids:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     "The manual partition assignment includes an empty replica list.")
-                for b in ids:
-                    if b != broker.node_id:
-                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                         f"includes broker {b}, but no such broker is registered.")
-                if len(ids) > 1:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
-                                     f"includes the broker {ids[0]} more than once.")
+                validate_manual_partition_assignment(broker, a.broker_ids)
             n = len(t.assignments)
         else:
             n = broker.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
@@ -108,3 +98,20 @@ def _create(broker, t, validate_only: bool) -> dict:
             "num_partitions": n, "replication_factor": 1,
             "configs": [{"name": c.name, "value": c.value, "read_only": c.read_only,
                          "config_source": int(c.source), "is_sensitive": c.is_sensitive} for c in entries]}
+
+
+def validate_manual_partition_assignment(broker, broker_ids) -> None:
+    """Kafka's ReplicationControlManager.validateManualPartitionAssignment, for CreateTopics and
+    CreatePartitions: a partition's replica list is not empty, names registered brokers (this
+    one) and none twice."""
+    ids = list(broker_ids)
+    if not ids:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "The manual partition assignment includes an empty replica list.")
+    for b in ids:
+        if b != broker.node_id:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                             f"includes broker {b}, but no such broker is registered.")
+    if len(ids) > 1:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
+                         f"includes the broker {ids[0]} more than once.")
