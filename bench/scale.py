@@ -10,7 +10,8 @@ Each point runs on a fresh broker (default config, temp data dir) with librdkafk
 Metadata answer (the "recovery" column; the CPU time the restarted process used by then is given
 too, as the machine's load does not change it).
 
-  partitions  1 / 100 / 1,000 partitions, 100 MB round-robin: produce and fetch rate, one-record
+  partitions  1 / 100 / 1,000 partitions, 100 MB round-robin: produce rate and the broker's CPU for it,
+              fetch rate, one-record
               produce round trip p50/p99, RSS after, recovery
   producers   1 / 10 / 100 transactional producers, 10-record transactions for --seconds: commits/s,
               commit latency p50/p99, peak RSS, recovery with one transaction open per producer
@@ -33,7 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import workloads as w  # noqa: E402
-from brokers import Minikafka, rss_mb  # noqa: E402
+from brokers import Minikafka, cpu_seconds, rss_mb  # noqa: E402
 
 
 def loadavg() -> str:
@@ -62,12 +63,14 @@ def point_partitions(parts: int, a) -> dict:
         w.create_topic(bs, t, parts)
         w.produce(bs, t, parts, a.size, partitions=parts)  # first write to each partition, untimed
         n = a.partition_mb * 1000 * 1000 // a.size
+        cpu0 = cpu_seconds(b.pid)
         prod = w.produce(bs, t, n, a.size, partitions=parts)
+        produce_cpu = cpu_seconds(b.pid) - cpu0  # per-batch work grows with partitions (smaller batches)
         cons = w.consume(bs, t, parts, n + parts, committed=False)
         lat = w.produce_latency(bs, t, parts, a.latency_samples, a.size)
         rss = rss_mb(b.pid)
         b, ready, cpu = restart(b, crash=True)
-        return {"produce_rate": prod["rate"], "fetch_rate": cons["rate"], "p50_ms": lat["p50_ms"],
+        return {"produce_rate": prod["rate"], "produce_cpu_s": produce_cpu, "fetch_rate": cons["rate"], "p50_ms": lat["p50_ms"],
                 "p99_ms": lat["p99_ms"], "rss_mb": rss, "recovery_s": ready, "recovery_cpu_s": cpu,
                 "records": n}
     finally:
@@ -129,7 +132,8 @@ AXES = {
 }
 
 COLUMNS = {  # axis -> [(header, key, format)]
-    "partitions": [("produce rec/s", "produce_rate", "{:,.0f}"), ("fetch rec/s", "fetch_rate", "{:,.0f}"),
+    "partitions": [("produce rec/s", "produce_rate", "{:,.0f}"), ("produce broker CPU s", "produce_cpu_s", "{:.2f}"),
+                   ("fetch rec/s", "fetch_rate", "{:,.0f}"),
                    ("round trip p50/p99 ms", ("p50_ms", "p99_ms"), "{:.2f} / {:.2f}"),
                    ("RSS MB", "rss_mb", "{:,.0f}"),
                    ("recovery s (CPU s)", ("recovery_s", "recovery_cpu_s"), "{:.2f} ({:.2f})")],
