@@ -110,7 +110,6 @@ def _append_or_subtract(values: list[str], op: int, value: str) -> str:
     return ",".join(values)
 
 
-
 def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, str]:
     """A topic's override set after an IncrementalAlterConfigs."""
     def list_values(name: str, op: int, overrides: dict[str, str]) -> list[str]:

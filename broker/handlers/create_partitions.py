@@ -1,4 +1,6 @@
 """CreatePartitions (37)."""
+from collections import Counter
+
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 from .create_topics import MAX_RECORDS_PER_USER_OP, validate_manual_partition_assignment
@@ -11,9 +13,7 @@ async def handle(conn, header, req):
     """Kafka (ControllerApis.createPartitions) answers the topics it passes to the controller in
     request order, then one INVALID_REQUEST entry per name given more than once."""
     broker = conn.broker
-    seen: dict[str, int] = {}
-    for t in req.topics:
-        seen[t.name] = seen.get(t.name, 0) + 1
+    seen = Counter(t.name for t in req.topics)
     out = [_grow(conn, broker, t, req.validate_only) for t in req.topics if seen[t.name] == 1]
     out += [{"name": n, "error_code": int(ErrorCode.INVALID_REQUEST), "error_message": "Duplicate topic name."}
             for n, c in seen.items() if c > 1]

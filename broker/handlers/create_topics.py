@@ -1,4 +1,6 @@
 """CreateTopics (19)."""
+from collections import Counter
+
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs, validate_topic_configs
 from ..security import authorizer as acl
@@ -21,9 +23,7 @@ async def handle(conn, header, req):
     topics the principal may not create."""
     broker = conn.broker
     cluster_create = conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
-    seen: dict[str, int] = {}
-    for t in req.topics:
-        seen[t.name] = seen.get(t.name, 0) + 1
+    seen = Counter(t.name for t in req.topics)
     duplicates = [n for n, c in seen.items() if c > 1]
     refused = [n for n in seen if n not in duplicates and not cluster_create
                and not conn.authorize(acl.CREATE, acl.TOPIC, n)]

@@ -141,8 +141,9 @@ async def handle(conn, header, req):
             if refused:
                 raise refused
             if res.resource_type == TOPIC:
-                if topic_name_error(res.resource_name) is not None:  # "" too (recorded)
-                    raise KafkaError(topic_name_error(res.resource_name), f"Topic name {res.resource_name!r} is illegal")
+                name_error = topic_name_error(res.resource_name)
+                if name_error is not None:  # "" too (recorded)
+                    raise KafkaError(name_error, f"Topic name {res.resource_name!r} is illegal")
                 if res.resource_name not in broker.logs.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 entries = describe_configs(broker.logs.topic_config(res.resource_name), None,

@@ -38,6 +38,11 @@ def _check_single_batch(records, version: int):
     return records[:size]
 
 
+def _v2_header(records, size: int | None) -> bool:
+    """Whether a first batch of ``size`` bytes (next_batch_size) has a whole magic-2 header."""
+    return size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
+
+
 def _codec(records) -> int:
     return records[rec.ATTRIBUTES_OFFSET + 1] & rec.COMPRESSION_MASK
 
@@ -60,8 +65,7 @@ def _unknown_codec_before_v7(conn, req, by_id: bool) -> KafkaError | None:
                 size = rec.next_batch_size(records)
             except KafkaError:
                 continue
-            if (size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
-                    and _codec(records) > rec.Compression.ZSTD):
+            if _v2_header(records, size) and _codec(records) > rec.Compression.ZSTD:
                 return KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Unknown compression type id: {_codec(records)}")
     return None
 
@@ -79,8 +83,7 @@ def _has_transactional_records(req) -> bool:
         for p in t["partition_data"]:
             records = p["records"]
             size = rec.next_batch_size(records) if records else None
-            if (size is not None and size >= rec.HEADER_SIZE and records[rec.MAGIC_OFFSET] == rec.MAGIC
-                    and records[rec.ATTRIBUTES_OFFSET + 1] & rec.TRANSACTIONAL_FLAG):
+            if _v2_header(records, size) and records[rec.ATTRIBUTES_OFFSET + 1] & rec.TRANSACTIONAL_FLAG:
                 return True
     return False
 
@@ -92,9 +95,10 @@ def _by_partition(req, by_id: bool) -> list[tuple[dict, dict]]:
     entry of the answer."""
     topics: dict = {}
     for t in req["topic_data"]:
-        entry = topics.get(t["topic_id"] if by_id else t["name"])
+        key = t["topic_id"] if by_id else t["name"]
+        entry = topics.get(key)
         if entry is None:
-            entry = topics[t["topic_id"] if by_id else t["name"]] = (t, {})
+            entry = topics[key] = (t, {})
         by_index = entry[1]
         for p in t["partition_data"]:
             by_index[p["index"]] = p["records"]

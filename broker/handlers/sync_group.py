@@ -12,13 +12,11 @@ VERSIONS = (0, 5)
 async def handle(conn, header, req):
     v = header.api_version
     if not conn.authorize(acl.READ, acl.GROUP, req.group_id):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "protocol_type": None,
-                "protocol_name": None, "assignment": b""}
+        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if v >= 5 and (req.protocol_type is None or req.protocol_name is None):
         # v5 made both mandatory (Kafka's SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent),
         # checked before the group is looked at
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
-                "protocol_type": None, "protocol_name": None, "assignment": b""}
+        return _refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     assignments = {a.member_id: a.assignment or b"" for a in req.assignments or []}
     waiter = coordinator(conn).sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
@@ -28,3 +26,8 @@ async def handle(conn, header, req):
     if res.get("assignment") is None:
         res["assignment"] = b""
     return res
+
+
+def _refused(code: ErrorCode) -> dict:
+    return {"throttle_time_ms": 0, "error_code": int(code), "protocol_type": None, "protocol_name": None,
+            "assignment": b""}

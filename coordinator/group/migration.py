@@ -42,6 +42,16 @@ def _sync_response(error: ErrorCode, protocol_type=None, protocol_name=None, ass
             "assignment": assignment}
 
 
+def _classic_assignment(subscription: bytes, assigned: dict, names: dict) -> bytes:
+    """A classic member's assignment bytes: its partitions (by topic id; ``names``: id -> name)
+    by topic name, at its subscription's version (ConsumerProtocol.serializeAssignment)."""
+    try:
+        version = parse_subscription(subscription).version
+    except Exception:  # noqa: BLE001 - its JoinGroup parsed it
+        version = 0
+    return assignment_bytes({names[t]: ps for t, ps in assigned.items() if t in names}, version)
+
+
 class GroupMigrationMixin:
     """Needs the GroupCoordinator and its ConsumerGroupMixin."""
 
@@ -106,14 +116,13 @@ class GroupMigrationMixin:
     def _finish_upgrade(self, g: Group) -> None:
         """Once the conversion is written: JoinGroups and SyncGroups the classic group held are
         answered REBALANCE_IN_PROGRESS (they rejoin the consumer group), the classic state goes."""
-        from .coordinator import _join_error, _sync_result
         for m in g.members.values():
             if m.join_waiter is not None:
                 w, m.join_waiter = m.join_waiter, None
-                w.complete(_join_error(m.member_id, E.REBALANCE_IN_PROGRESS))
+                w.complete(_join_response(m.member_id, E.REBALANCE_IN_PROGRESS))
             if m.sync_waiter is not None:
                 w, m.sync_waiter = m.sync_waiter, None
-                w.complete(_sync_result(E.REBALANCE_IN_PROGRESS))
+                w.complete(_sync_response(E.REBALANCE_IN_PROGRESS))
         g.members.clear()
         g.pending_members.clear()
         g.static_members.clear()
@@ -225,12 +234,8 @@ class GroupMigrationMixin:
             return _sync_response(E.REBALANCE_IN_PROGRESS)
         m.sync_deadline_ms, m.last_heartbeat_ms = None, now_ms
         names = {tid: n for n, (tid, _) in self.topics().items()}
-        parts = {names[t]: ps for t, ps in m.assigned.items() if t in names}
-        try:
-            version = parse_subscription(m.classic["supported_protocols"][0][1]).version
-        except Exception:  # noqa: BLE001 - its JoinGroup parsed it
-            version = 0
-        return _sync_response(E.NONE, protocol_type, protocol_name, assignment_bytes(parts, version))
+        return _sync_response(E.NONE, protocol_type, protocol_name,
+                              _classic_assignment(m.classic["supported_protocols"][0][1], m.assigned, names))
 
     def classic_heartbeat_to_consumer(self, g: Group, generation_id: int, member_id: str,
                                       instance_id: str | None, now_ms: int) -> ErrorCode:
@@ -329,12 +334,7 @@ class GroupMigrationMixin:
         classic.protocol_name = classic.select_protocol()
         names = {tid: n for n, (tid, _) in self.topics().items()}
         for mid, cm in classic.members.items():
-            try:
-                version = parse_subscription(cm.metadata(classic.protocol_name)).version
-            except Exception:  # noqa: BLE001 - its JoinGroup parsed it
-                version = 0
-            cm.assignment = assignment_bytes({names[t]: ps for t, ps in cg.target.get(mid, {}).items() if t in names},
-                                             version)
+            cm.assignment = _classic_assignment(cm.metadata(classic.protocol_name), cg.target.get(mid, {}), names)
         records.append((group_metadata_key(gid), self._group_record(classic)))
         err = self._append_or_error(gid, records, now_ms)
         if err is not None:

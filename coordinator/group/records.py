@@ -156,8 +156,7 @@ def parse_key(data: bytes):
 def subscribed_topics(metadata: bytes) -> set[str] | None:
     """Topics named in a ConsumerProtocolSubscription; None if it cannot be parsed."""
     try:
-        _, obj = _decode("ConsumerProtocolSubscription", metadata, 3)
-        return set(obj.topics or [])
+        return set(parse_subscription(metadata).topics)
     except Exception:
         return None
 
