@@ -544,6 +544,14 @@ SCENARIOS += [
              topics={"t": Topic(configs={"retention.ms": "3600000"})}, steps=[
         describe_cfg(TOPIC, "{t}", synonyms=True),
     ]),
+    Scenario("admin_configs/describe/hours_in_broker_properties", "log.retention.hours set in the broker's "
+             "properties: a topic's retention.ms takes its value but lists no broker synonym for it (the synonyms "
+             "start at the topic key's own broker key, log.retention.ms) and keeps the default source; the "
+             "broker's log.retention.hours and log.retention.ms entries.",
+             broker={"log.retention.hours": "2"}, steps=[
+        describe_cfg(TOPIC, "{t}", ["retention.ms"], synonyms=True),
+        describe_cfg(BROKER, "1", ["log.retention.ms", "log.retention.hours"], synonyms=True),
+    ]),
     Scenario("admin_configs/describe/topic_plain", "DescribeConfigs of a topic without synonyms or documentation, "
              "of some keys, of an unknown key, of an unknown topic, and v1/v2/v3.",
              topics={"t": Topic(configs={"cleanup.policy": "compact,delete"})}, steps=[
