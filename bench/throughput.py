@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import sys
 import time
@@ -337,6 +338,8 @@ def main() -> int:
     header = [f"minikafka side-by-side benchmark: {args.size} B records, confluent-kafka {confluent_kafka.version()[0]}"
               f" (librdkafka {confluent_kafka.libversion()[0]}), {os.cpu_count()} cores, best of {args.runs} run(s)"
               f" ({max(args.runs, args.quick_runs)} for produce/consume rows)",
+              f"minikafka on CPython {platform.python_version()} ({sys.executable}; the broker runs on the"
+              " interpreter of the bench: a build without PGO/LTO, such as pyenv's default, is slower)",
               f"load average at start {loadavg()}"
               + (f"; reference {args.reference_bootstrap}" if args.reference_bootstrap else ""),
               *(["ratio: how many times better minikafka is (>1.00x: ahead; latency, ready and RSS: Kafka/minikafka)"]
