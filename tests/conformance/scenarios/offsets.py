@@ -11,8 +11,8 @@ abort and a kill -9, and TxnOffsetCommit from producers that must be refused.
 
 Exactly-once is the point: no read_committed consumer may ever be handed an offset of an
 aborted or undecided transaction, and no zombie may commit one."""
-from ..dsl import (TV2, Scenario, Topic, add_offsets, add_partitions, await_txn, call, end_txn, init_pid, ref,
-                   restart, txn_offset_commit)
+from ..dsl import (TV2, Scenario, Topic, add_offsets, add_partitions, await_txn, call, describe_txn, end_txn, init_pid,
+                   ref, restart, txn_offset_commit)
 from .admin_topics import create1, delete_names, gone, served
 from .classic_groups import CLASSIC, commit, fetch, join, mid, offset_delete, stable_one, txn_commit
 from .classic_groups import describe as describe_groups
@@ -673,5 +673,40 @@ SCENARIOS = [
         end_txn("p", commit=False),
         await_txn("CompleteAbort"),
         fetch([("{t}", [0, 1])], stable=True, v=7),
+    ]),
+    Scenario("offsets/retention/consumer_group_unsubscribed",
+             "Offsets committed with a retention time (v2) to an empty group that a ConsumerGroupHeartbeat then "
+             "makes a consumer group subscribed to {t}: {o}'s offset expires although the group has a member, "
+             "{t}'s stays.", topics={"t": Topic(partitions=2), "o": Topic()}, broker=ONE_PART, steps=[
+        raw_commit([("{t}", 0, 3, -1, ""), ("{o}", 0, 4, -1, "")], retention=1500, v=2),
+        hb(save="a"),
+        fetch9([("{g}", None, -1, [("{t}", [0]), ("{o}", [0])])],
+               until={"groups.0.topics.1.partitions.0.committed_offset": -1}, timeout_s=20),
+        call(69, 0, {"group_ids": ["{g}"], "include_authorized_operations": False}),
+    ]),
+    Scenario("offsets/mixed/delete_subscribed_by_either_protocol",
+             "OffsetDelete on a consumer group whose classic member subscribes to {t} and whose consumer member "
+             "to {o}: both topics are GROUP_SUBSCRIBED_TO_TOPIC, a third one's offsets go.",
+             topics={"t": Topic(partitions=2), "o": Topic(), "q": Topic()}, broker=CLASSIC,
+             steps=stable_one() + [
+        hb("{m2}", topics=("{o}",), save="b"),
+        commit(mid("j1"), 1, {("{t}", 0): 1, ("{o}", 0): 2, ("{q}", 0): 3}),
+        offset_delete([("{t}", [0]), ("{o}", [0]), ("{q}", [0])]),
+        fetch([("{t}", [0]), ("{o}", [0]), ("{q}", [0])]),
+    ]),
+    Scenario("offsets/txn/v2_member_checks",
+             "Transactions V2: TxnOffsetCommit v5 from a consumer group member with a wrong epoch and from an "
+             "unknown member are refused; whether the refused request still added the offsets partition to "
+             "the transaction; the commit then shows only what was accepted.", topics={"t": Topic(partitions=4)},
+             features=TV2, steps=[
+        hb(save="a"),
+        init2("p"),
+        raw_txn_commit("p", [("{t}", 0, 5, -1, "")], "{m1}", 7, v=5),
+        describe_txn(),
+        raw_txn_commit("p", [("{t}", 0, 6, -1, "")], "{x}", 1, v=5),
+        raw_txn_commit("p", [("{t}", 1, 7, -1, "")], "{m1}", 1, v=5),
+        end2("p"),
+        await_txn("CompleteCommit"),
+        fetch9([("{g}", "{m1}", 1, [("{t}", [0, 1])])], stable=True),
     ]),
 ]
