@@ -1,4 +1,6 @@
 """DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
+import time
+
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
@@ -51,6 +53,8 @@ async def handle(conn, header, req):
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             res["topic_id"] = info.topic_id
             broker.logs.delete_topic(name)
+            # Kafka's group coordinator then tombstones the topic's committed offsets
+            broker.group_coordinator.on_topic_deleted(name, int(time.time() * 1000))
             broker.notify_data()
         except KafkaError as e:
             res.update(error_code=e.code, error_message=e.message)

@@ -31,7 +31,18 @@ async def handle(conn, header, req):
     top, result = coordinator(conn).delete_offsets(req.group_id, wanted, now_ms())
     if top != ErrorCode.NONE:
         return {"error_code": int(top), "throttle_time_ms": 0, "topics": []}
-    return {"error_code": 0, "throttle_time_ms": 0, "topics": [
-        {"name": name, "partitions": [
-            {"partition_index": tp[1], "error_code": int(errors.get(tp, result.get(tp, ErrorCode.NONE)))}
-            for tp in tps]} for name, tps in layout]}
+    # Kafka's KafkaApis answers the partitions it refuses itself (authorization, unknown partition)
+    # first, in request order, and then merges the coordinator's answer into that: a topic
+    # already there gets the coordinator's partitions after its refused ones, the others follow
+    topics: dict[str, list] = {}
+    for name, tps in layout:
+        for tp in tps:
+            if tp in errors:
+                topics.setdefault(name, []).append({"partition_index": tp[1], "error_code": int(errors[tp])})
+    for name, tps in layout:
+        for tp in tps:
+            if tp not in errors:
+                topics.setdefault(name, []).append(
+                    {"partition_index": tp[1], "error_code": int(result.get(tp, ErrorCode.NONE))})
+    return {"error_code": 0, "throttle_time_ms": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in topics.items()]}

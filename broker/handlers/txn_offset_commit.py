@@ -11,7 +11,7 @@ from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
 from ..security import authorizer as acl
-from .group_common import coordinator, now_ms, partition_exists
+from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
 API_KEY = 28
 VERSIONS = (0, 5)
@@ -37,9 +37,8 @@ async def handle(conn, header, req):
     v = header.api_version
     broker = conn.broker
     now = now_ms()
-    layout = []
-    errors = {}
-    offsets = {}
+    layout = []    # [(name, None, [(partition, error or None: the coordinator's next answer)])]
+    entries = []   # [(tp, OffsetValue)] in request order (a partition named twice is written twice)
     # Kafka: WRITE on the transactional id, then READ on the group, then READ on each topic
     if not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
         everything = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
@@ -48,35 +47,33 @@ async def handle(conn, header, req):
     else:
         everything = None
     for t in req.topics or []:
-        tps = []
+        parts = []
         readable = everything is None and conn.authorize(acl.READ, acl.TOPIC, t.name)
         for p in t.partitions or []:
-            tp = (t.name, p.partition_index)
-            tps.append(tp)
             if everything is not None:
-                errors[tp] = everything
+                parts.append((p.partition_index, everything))
             elif not readable:
-                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                parts.append((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif not partition_exists(broker, t.name, p.partition_index):
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                offsets[tp] = OffsetValue(
+                parts.append((p.partition_index, None))
+                entries.append(((t.name, p.partition_index), OffsetValue(
                     offset=p.committed_offset, leader_epoch=p.committed_leader_epoch,
                     metadata=p.committed_metadata if p.committed_metadata is not None else "",
-                    commit_timestamp=now)
-        layout.append((t.name, tps))
-    result = {}
-    if offsets:
+                    commit_timestamp=now)))
+        layout.append((t.name, None, parts))
+    result = []
+    if entries:
         # checked and stored in one synchronous step (see coordinator.transaction)
         err = _verify(broker, req, v)
         if err is not None:
-            result = {tp: err for tp in offsets}
+            result = [err] * len(entries)
         else:
             result = coordinator(conn).txn_commit_offsets(
                 req.group_id, req.producer_id, req.producer_epoch,
                 req.member_id if v >= 3 else "", req.group_instance_id if v >= 3 else None,
-                req.generation_id if v >= 3 else -1, offsets, now)
-    topics = [{"name": name, "partitions": [
-        {"partition_index": tp[1], "error_code": int(errors.get(tp, result.get(tp, ErrorCode.NONE)))}
-        for tp in tps]} for name, tps in layout]
+                req.generation_id if v >= 3 else -1, entries, now)
+    topics = [{"name": name, "partitions": [{"partition_index": p, "error_code": err} for p, err in parts]}
+              for name, _, parts in merge_refused_first(layout, result)]
     return {"throttle_time_ms": 0, "topics": topics}

@@ -449,11 +449,17 @@ class ConsumerGroupMixin:
         """ConsumerGroup.validateOffsetFetch: only an admin (epoch -1, no member id) skips the checks."""
         if member_epoch < 0 and member_id is None:
             return E.NONE
-        m = g.consumer.members.get(member_id or "")
+        if member_id is None:
+            # Kafka looks a null member id up and fails (a NullPointerException): the group
+            # is answered UNKNOWN_SERVER_ERROR
+            return E.UNKNOWN_SERVER_ERROR
+        m = g.consumer.members.get(member_id)
         if m is None:
             return E.UNKNOWN_MEMBER_ID
         if member_epoch != m.member_epoch:
-            return E.STALE_MEMBER_EPOCH
+            # a classic member's epoch is its generation (Kafka's validateMemberEpoch with
+            # useClassicProtocol)
+            return E.ILLEGAL_GENERATION if m.classic is not None else E.STALE_MEMBER_EPOCH
         return E.NONE
 
     # ------------------------------------------------------------ describe

@@ -691,9 +691,15 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
 
     # =========================================================== OffsetCommit
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets: dict[TP, OffsetValue], now_ms: int, api_version: int = 9) -> dict[TP, ErrorCode]:
+                       offsets, now_ms: int, api_version: int = 9):
+        """``offsets`` in request order, [(tp, value)], one partition possibly more than once (Kafka
+        answers and writes each entry: the last accepted one stays); the answer is one error per
+        entry. A {tp: value} dict (each partition once) is answered with a {tp: error} dict."""
+        if isinstance(offsets, dict):
+            return dict(zip(offsets, self.commit_offsets(group_id, member_id, group_instance_id, generation_id,
+                                                         list(offsets.items()), now_ms, api_version)))
         def all_(err):
-            return {tp: err for tp in offsets}
+            return [err] * len(offsets)
         if not self._validate_group_id(group_id, allow_empty=True):
             return all_(E.INVALID_GROUP_ID)
         g = self.groups.get(group_id)
@@ -738,14 +744,20 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
-    def _store_offsets(self, g: Group, offsets: dict[TP, OffsetValue], now_ms: int, producer_id: int = -1,
-                       producer_epoch: int = -1) -> dict[TP, ErrorCode]:
-        result: dict[TP, ErrorCode] = {}
+    def metadata_too_large(self, metadata: str | None) -> bool:
+        """Kafka compares offset.metadata.max.bytes with the length of a Java String: UTF-16 code
+        units, not bytes (4096 'é' are 8192 UTF-8 bytes and accepted; an emoji counts 2)."""
+        return metadata is not None and len(metadata.encode("utf-16-le")) // 2 > self.config.offset_metadata_max_bytes
+
+    def _store_offsets(self, g: Group, offsets: list[tuple[TP, OffsetValue]], now_ms: int, producer_id: int = -1,
+                       producer_epoch: int = -1) -> list[ErrorCode]:
+        result: list[ErrorCode] = []
         valid: list[tuple[TP, OffsetValue]] = []
-        for tp, v in offsets.items():
-            if v.metadata is not None and len(v.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
-                result[tp] = E.OFFSET_METADATA_TOO_LARGE
+        for tp, v in offsets:
+            if self.metadata_too_large(v.metadata):
+                result.append(E.OFFSET_METADATA_TOO_LARGE)
             else:
+                result.append(E.NONE)
                 valid.append((tp, v))
         if valid:
             records = [(offset_commit_key(g.group_id, tp[0], tp[1]), offset_commit_value(v)) for tp, v in valid]
@@ -754,24 +766,26 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
                 base = self._append(g.group_id, records, now_ms, producer_id, producer_epoch, transactional=txn)
             except Exception as e:  # noqa: BLE001
                 err = _storage_error(e)
-                for tp, _ in valid:
-                    result[tp] = err
-                return result
+                return [err if r == E.NONE else r for r in result]
             for i, (tp, v) in enumerate(valid):
                 v.log_offset = base + i
                 if txn:
                     g.pending_txn_offsets.setdefault(producer_id, {})[tp] = v
                 else:
                     g.offsets[tp] = v
-                result[tp] = E.NONE
         return result
 
     # ======================================================== TxnOffsetCommit
     def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
-                           group_instance_id: str | None, generation_id: int, offsets: dict[TP, OffsetValue],
-                           now_ms: int) -> dict[TP, ErrorCode]:
+                           group_instance_id: str | None, generation_id: int,
+                           offsets, now_ms: int):
+        """``offsets`` and the answer as in commit_offsets: one entry per request partition."""
+        if isinstance(offsets, dict):
+            return dict(zip(offsets, self.txn_commit_offsets(group_id, producer_id, producer_epoch, member_id,
+                                                             group_instance_id, generation_id,
+                                                             list(offsets.items()), now_ms)))
         def all_(err):
-            return {tp: err for tp in offsets}
+            return [err] * len(offsets)
         if not self._validate_group_id(group_id):
             return all_(E.INVALID_GROUP_ID)
         g = self.groups.get(group_id)
@@ -831,6 +845,35 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
                 out.append((tp, g.offsets.get(tp), E.NONE))
         return E.NONE, out
 
+    @staticmethod
+    def _drop_offsets(g: Group, tps) -> None:
+        """What an offset tombstone does (Kafka's OffsetMetadataManager.replay of a null value): the
+        committed offset goes, and so does every open transaction's pending offset of the partition.
+        The transactions stay open (their producers still count as open transactions of the group)."""
+        for tp in tps:
+            g.offsets.pop(tp, None)
+            for pending in g.pending_txn_offsets.values():
+                pending.pop(tp, None)
+
+    def on_topic_deleted(self, topic: str, now_ms: int) -> None:
+        """A topic was deleted: every group's committed and pending transactional offsets of its
+        partitions are tombstoned (Kafka's GroupCoordinator.onPartitionsDeleted), so a topic
+        re-created with the same name starts without offsets, and a transaction committing
+        offsets of the deleted topic afterwards makes none visible."""
+        for g in list(self.groups.values()):
+            tps = {tp for tp in g.offsets if tp[0] == topic}
+            for pending in g.pending_txn_offsets.values():
+                tps |= {tp for tp in pending if tp[0] == topic}
+            if not tps:
+                continue
+            tps = sorted(tps)
+            try:
+                self._append(g.group_id, [(offset_commit_key(g.group_id, t, p), None) for t, p in tps], now_ms)
+            except Exception as e:  # noqa: BLE001
+                log.warning("group %s: could not delete the offsets of deleted topic %s: %s", g.group_id, topic, e)
+                continue
+            self._drop_offsets(g, tps)
+
     # =========================================================== OffsetDelete
     def delete_offsets(self, group_id: str, partitions: list[TP], now_ms: int
                        ) -> tuple[ErrorCode, dict[TP, ErrorCode]]:
@@ -863,14 +906,16 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
                     eligible.append(tp)
         else:
             return E.NON_EMPTY_GROUP, {}
-        present = [tp for tp in eligible if tp in g.offsets]
+        # a partition with only a pending transactional offset gets its tombstone too, which
+        # drops that offset: it never shows, even when its transaction commits (Kafka's replay
+        # of an offset tombstone)
+        present = [tp for tp in dict.fromkeys(eligible) if tp in g.offsets or g.has_pending_txn_offset(tp)]
         if present:
             try:
                 self._append(group_id, [(offset_commit_key(group_id, t, p), None) for t, p in present], now_ms)
             except Exception as e:  # noqa: BLE001
                 return _storage_error(e), {}
-            for tp in present:
-                g.offsets.pop(tp, None)
+            self._drop_offsets(g, present)
         for tp in eligible:
             result[tp] = E.NONE
         return E.NONE, result
@@ -936,27 +981,50 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
                 best = min(best, g.sync_deadline_ms)
         return best
 
+    def _expiry_rule(self, g: Group):
+        """Kafka's Group.offsetExpirationCondition and isSubscribedToTopic: (the time an offset's
+        retention counts from, given the offset; the topics whose offsets never expire), or None
+        when the group's offsets do not expire now."""
+        if g.consumer is not None:
+            # a consumer group: from the commit, for every topic no member subscribes to
+            topics = self.topics()
+            subscribed: set[str] = set()
+            for m in g.consumer.members.values():
+                subscribed |= self._member_topics(m, topics) | set(m.subscribed_topic_names)
+            return (lambda v: v.commit_timestamp), subscribed
+        if not g.protocol_type:
+            return (lambda v: v.commit_timestamp), set()  # a simple group: from the commit
+        if g.state == S.EMPTY:
+            # from when the group became empty (the commit, for a group without that time)
+            return (lambda v: g.state_timestamp_ms if g.state_timestamp_ms >= 0 else v.commit_timestamp), set()
+        if g.state == S.STABLE:
+            subscribed = g.subscribed_topics()
+            if subscribed is not None:
+                # a Stable consumer-protocol group whose subscriptions are known: the offsets of
+                # topics no member subscribes to expire, from their commit
+                return (lambda v: v.commit_timestamp), subscribed
+        return None
+
     def expire_offsets(self, now_ms: int) -> None:
-        """offsets.retention.minutes: drop offsets of empty groups (counted from when
-        the group became empty) and of simple groups (from the commit), as Kafka does."""
+        """offsets.retention.minutes (or v2-4's retention_time_ms), as Kafka's
+        OffsetMetadataManager.cleanupExpiredOffsets: offsets of topics the group does not
+        subscribe to, without a pending transactional offset; a group left with no offsets,
+        no open transaction and no members is removed."""
         retention = self.config.offsets_retention_ms
         for g in list(self.groups.values()):
-            if g.state == S.DEAD or (g.consumer is not None and g.consumer.members):
+            if g.state == S.DEAD:
                 continue
-            if g.protocol_type and g.state == S.EMPTY:
-                def base(v, g=g):
-                    return g.state_timestamp_ms if g.state_timestamp_ms >= 0 else v.commit_timestamp
-            elif not g.protocol_type and not g.members:
-                def base(v):
-                    return v.commit_timestamp
-            else:
+            rule = self._expiry_rule(g)
+            if rule is None:
                 continue
+            base, subscribed = rule
             expired = [tp for tp, v in g.offsets.items()
-                       if not g.has_pending_txn_offset(tp)
+                       if tp[0] not in subscribed and not g.has_pending_txn_offset(tp)
                        and (now_ms >= v.expire_timestamp if v.expire_timestamp >= 0
                             else now_ms - base(v) >= retention)]
+            members = g.members or (g.consumer is not None and g.consumer.members)
             records = [(offset_commit_key(g.group_id, t, p), None) for t, p in expired]
-            remove_group = (g.state == S.EMPTY and not g.members and not g.pending_txn_offsets
+            remove_group = (g.state == S.EMPTY and not members and not g.pending_txn_offsets
                             and len(expired) == len(g.offsets))
             if remove_group:
                 if g.consumer is not None:
@@ -1015,6 +1083,8 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
                                 open_txns.setdefault(batch.producer_id, {}).setdefault(k.group, {})[tp] = v
                         elif value is None:
                             offsets.get(k.group, {}).pop(tp, None)
+                            for by_group in open_txns.values():  # a tombstone drops pending offsets too
+                                by_group.get(k.group, {}).pop(tp, None)
                         else:
                             v = parse_offset_value(value)
                             v.log_offset = offset

@@ -450,3 +450,53 @@ def test_group_config_from_broker_properties():
     assert gc.offsets_retention_ms == 120_000
     assert gc.initial_rebalance_delay_ms == 0 and gc.min_session_timeout_ms == 100
     assert gc.max_session_timeout_ms == 1_800_000
+
+
+# ------------------------------------------------ offsets as Kafka 4.1 answers them (tests/conformance offsets/)
+
+def test_metadata_limit_counts_utf16_units():
+    # Kafka compares offset.metadata.max.bytes with a Java String's length (UTF-16 units)
+    c = make()
+    tp = ("t", 0)
+    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="é" * 4096)}, T0) == {tp: E.NONE}
+    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2048)}, T0) == \
+        {tp: E.NONE}
+    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2049)}, T0) == \
+        {tp: E.OFFSET_METADATA_TOO_LARGE}
+
+
+def test_same_partition_twice_answered_per_entry():
+    c = make()
+    tp = ("t", 0)
+    r = c.commit_offsets("g", "", None, -1, [(tp, OffsetValue(11)), (tp, OffsetValue(12, metadata="m" * 4097))], T0)
+    assert r == [E.NONE, E.OFFSET_METADATA_TOO_LARGE]
+    assert c.fetch_offsets("g", [tp], False)[1][0][1].offset == 11
+
+
+def test_offset_delete_drops_pending_txn_offset():
+    store = MemoryOffsetsStore(50)
+    c = make(store=store)
+    tp = ("t", 0)
+    c.commit_offsets("g", "", None, -1, {tp: OffsetValue(2)}, T0)
+    c.txn_commit_offsets("g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+    assert c.delete_offsets("g", [tp], T0) == (E.NONE, {tp: E.NONE})
+    assert c.fetch_offsets("g", [tp], True)[1] == [(tp, None, E.NONE)]
+    # the same from the log: the tombstone after the transactional record drops it
+    c2 = make(store=store)
+    c2.load(T0)
+    assert c2.fetch_offsets("g", [tp], True)[1] == [(tp, None, E.NONE)]
+    store.write_marker(c.partition_for("g"), 1000, commit=True)
+    for coord in (c, c2):
+        coord.complete_transaction(c.partition_for("g"), 1000, True)
+        assert coord.fetch_offsets("g", [tp], True)[1] == [(tp, None, E.NONE)]
+
+
+def test_topic_deletion_drops_committed_and_pending_offsets():
+    c = make()
+    c.commit_offsets("g", "", None, -1, {("t", 0): OffsetValue(2), ("u", 0): OffsetValue(3)}, T0)
+    c.txn_commit_offsets("h", 1000, 0, "", None, -1, {("t", 1): OffsetValue(9)}, T0)
+    c.on_topic_deleted("t", T0)
+    assert c.fetch_offsets("g", None, True)[1] == [(("u", 0), c.groups["g"].offsets[("u", 0)], E.NONE)]
+    assert c.fetch_offsets("h", [("t", 1)], True)[1] == [(("t", 1), None, E.NONE)]
+    c.complete_transaction(c.partition_for("h"), 1000, True)
+    assert c.fetch_offsets("h", [("t", 1)], True)[1] == [(("t", 1), None, E.NONE)]
