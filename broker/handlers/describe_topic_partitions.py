@@ -13,7 +13,7 @@ authorizer Kafka reports every TOPIC operation as authorized.
 from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
-from .common import topic_name_error
+from .common import NO_AUTH_OPS, topic_name_error
 
 API_KEY = 75
 VERSIONS = (0, 0)
@@ -39,6 +39,10 @@ async def handle(conn, header, req):
     if fetch_all:  # Kafka leaves out the topics the principal may not DESCRIBE
         names = {n for n in topics if n >= cursor_topic and conn.authorize(acl.DESCRIBE, acl.TOPIC, n)}
     else:
+        if any(not t.name for t in req.topics):
+            # an empty name fails Kafka's handler with an unexpected exception: the whole
+            # request's error response, UNKNOWN_SERVER_ERROR (recorded)
+            return _error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
         names = {t.name for t in req.topics if t.name >= cursor_topic}
         if cursor is not None and cursor.topic_name not in names:
             return _error_response(req, ErrorCode.INVALID_REQUEST)
@@ -52,8 +56,9 @@ async def handle(conn, header, req):
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
         if not fetch_all and not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
+            # without the operations (Kafka 4.1, recorded: cluster_apis/dtp/authorization)
             out.append({"error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "name": name, "topic_id": ZERO_UUID,
-                        "is_internal": False, "partitions": [], "topic_authorized_operations": TOPIC_OPERATIONS})
+                        "is_internal": False, "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
             continue
         info = topics.get(name)
         ops = TOPIC_OPERATIONS if conn.broker.authorizer is None else conn.authorized_operations(acl.TOPIC, name)

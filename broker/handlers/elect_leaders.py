@@ -13,6 +13,9 @@ VERSIONS = (0, 2)
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED = "Leader election not needed for topic partition."  # Errors.ELECTION_NOT_NEEDED.message()
+# Kafka's controller: ClusterAuthorizationException("Request <the request> is not authorized."), in
+# every partition's result (recorded: cluster_apis/dtp/authorization)
+NOT_AUTHORIZED = "Request is not authorized."
 
 
 async def handle(conn, header, req):
@@ -21,7 +24,8 @@ async def handle(conn, header, req):
     if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: ALTER on the cluster
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "replica_election_results": [
             {"topic": t.topic, "partition_result": [
-                {"partition_id": p, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "error_message": None}
+                {"partition_id": p, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                 "error_message": NOT_AUTHORIZED}
                 for p in t.partitions]} for t in (req.topic_partitions or [])]}
     if req.election_type not in (PREFERRED, UNCLEAN):
         msg = f"Unknown election type {req.election_type}"

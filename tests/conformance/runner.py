@@ -340,7 +340,7 @@ class Run:
         if step.save and resp is not None:
             self.saved[step.save] = resp
         if resp is not None:
-            own_entries(request["api"], answer, set(self.names.values()))
+            own_entries(request["api"], answer, set(self.names.values()), request)
         response = canonical_add_partitions(request["api"], canonical(request["api"], self.norm(answer)))
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
