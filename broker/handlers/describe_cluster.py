@@ -1,10 +1,12 @@
-"""DescribeCluster (60): one broker, which is also the controller."""
+"""DescribeCluster (60): one broker, which is also the controller. v2 (KIP-1073) adds
+include_fenced_brokers and each broker's is_fenced: this broker is never fenced, so both
+answers are the same (as Kafka 4.1's, recorded: cluster_apis/describe_cluster)."""
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS
 
 API_KEY = 60
-VERSIONS = (0, 1)
+VERSIONS = (0, 2)
 
 BROKER, CONTROLLER = 1, 2   # KIP-919 endpoint types
 

@@ -154,6 +154,14 @@ SCENARIOS = [
         next_page("p1", "{a}", "{b}", limit=2),
         dtp("{a}", "{b}"),
     ]),
+    Scenario("cluster_apis/dtp/topic_created_between_pages", "Paging over every topic from a cursor on "
+             "this scenario's first topic; a topic whose name sorts between the two is created before the "
+             "next page, which then includes it.", topics={"a": Topic(partitions=3), "b": Topic()}, steps=[
+        dtp(limit=2, cursor=("{a}", 0), save="p1"),
+        create1("{a2}", partitions=2),
+        served("{a2}", 1),
+        next_page("p1", limit=3),
+    ]),
     Scenario("cluster_apis/dtp/partitions_added", "CreatePartitions between two pages: the cursor's topic now has "
              "more partitions.", topics=ABC, steps=[
         dtp("{b}", "{c}", limit=1, save="p1"),
@@ -237,9 +245,11 @@ SCENARIOS = [
         elect([("{t}", [1]), ("{t}", [1])]),
     ]),
     Scenario("cluster_apis/elect/versions_and_types", "ElectLeaders v0 (no election type: preferred) and v1 (a "
-             "top-level error code); election types 2 and -1.", topics={"t": Topic()}, steps=[
+             "top-level error code), each also with null topics; election types 2 and -1.", topics={"t": Topic()}, steps=[
         elect({"{t}": [0]}, v=0),
         elect({"{t}": [0]}, v=1),
+        elect(None, v=0),
+        elect(None, v=1),
         elect({"{t}": [0]}, election_type=2),
         elect({"{t}": [0]}, election_type=-1),
     ]),
@@ -280,11 +290,13 @@ SCENARIOS = [
         find_coordinators(["{g}", "{g}", "", "{g2}"], v=4),
     ]),
     Scenario("cluster_apis/find_coordinator/odd_names", "Group and transactional ids with spaces, slashes, "
-             "non-ASCII letters and control characters (no name rules for either).", topics={}, steps=[
+             "non-ASCII letters and control characters, and very long ones (no name rules for either).", topics={}, steps=[
         find_coordinator("a group/with spaces ü", v=3),
         find_coordinators(["a group/with spaces ü", "tab\there", "..", "-"], v=4),
         find_coordinators(["txn id ü/1", " "], key_type=1, v=4),
         find_coordinator("\u00e9t\u00e9", key_type=1, v=2),
+        find_coordinators(["g" * 300, "x" * 5000], v=4),
+        find_coordinator("t" * 300, key_type=1, v=3),
     ]),
     # ------------------------------------------------------------ ListGroups
     Scenario("cluster_apis/list_groups/filters", "ListGroups with type names in other cases, an unknown type, "
@@ -317,7 +329,7 @@ SCENARIOS = [
     # ------------------------------------------------------------ DescribeCluster
     Scenario("cluster_apis/describe_cluster/endpoints_and_versions", "DescribeCluster v0 and v1 with and without "
              "the cluster's authorized operations; v1 asking for the controller endpoint (2), endpoint "
-             "type 0 and 5.", topics={}, steps=[
+             "type 0 and 5; v2 (KIP-1073) with and without fenced brokers.", topics={}, steps=[
         describe_cluster(v=0),
         describe_cluster(v=0, ops=True),
         describe_cluster(v=1),
@@ -325,6 +337,12 @@ SCENARIOS = [
         describe_cluster(v=1, endpoint_type=2),
         describe_cluster(v=1, endpoint_type=0),
         describe_cluster(v=1, endpoint_type=5),
+        call(60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 1,
+                     "include_fenced_brokers": True}),
+        call(60, 2, {"include_cluster_authorized_operations": True, "endpoint_type": 1,
+                     "include_fenced_brokers": False}),
+        call(60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 2,
+                     "include_fenced_brokers": True}),
     ]),
     # ------------------------------------------------------------ Metadata
     Scenario("cluster_apis/metadata/topic_ids", "Metadata v12 by a topic id no cluster has, by a known id, a name "
