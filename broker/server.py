@@ -255,6 +255,19 @@ async def tls_handshake(stream, listener, conn: Connection):
     return tls
 
 
+def _error_answer(api_key: int, frame: bytes, code: ErrorCode) -> dict:
+    """The request's whole-request error answer (the handler's ``error_response``, as Kafka's
+    getErrorResponse: a Metadata answer names each asked-for topic with the error), or the
+    top-level error code alone."""
+    build = getattr(handlers.REGISTRY[api_key], "error_response", None)
+    if build is not None:
+        try:
+            return build(schema.decode_request(frame)[1], code)
+        except Exception:  # a request that does not even decode: the error code alone
+            pass
+    return {"error_code": int(code)}
+
+
 # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
 SASL_MAX_RECEIVE_SIZE = 524288
 
@@ -303,7 +316,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
                 lo2, hi2 = handlers.advertised_range(handlers.REGISTRY[api_key], broker)
                 if lo2 <= version <= hi2:
                     await send_response(stream, schema.encode_response_parts(
-                        api_key, version, corr, {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE)}))
+                        api_key, version, corr, _error_answer(api_key, frame, ErrorCode.ILLEGAL_SASL_STATE)))
             raise ProtocolViolation(f"Unexpected Kafka request of type {name} v{version} during SASL "
                                     + ("handshake" if server is None else "authentication"))
         try:

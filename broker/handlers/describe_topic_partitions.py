@@ -24,7 +24,8 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.li
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-def _error_response(req, code: ErrorCode) -> dict:
+def error_response(req, code: ErrorCode) -> dict:
+    """DescribeTopicPartitionsRequest.getErrorResponse: every asked-for topic with the error."""
     return {"throttle_time_ms": 0, "next_cursor": None, "topics": [
         {"error_code": int(code), "name": t.name, "topic_id": ZERO_UUID, "is_internal": False, "partitions": []}
         for t in req.topics]}
@@ -42,12 +43,12 @@ async def handle(conn, header, req):
         if any(not t.name for t in req.topics):
             # an empty name fails Kafka's handler with an unexpected exception: the whole
             # request's error response, UNKNOWN_SERVER_ERROR (recorded)
-            return _error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
+            return error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
         names = {t.name for t in req.topics if t.name >= cursor_topic}
         if cursor is not None and cursor.topic_name not in names:
-            return _error_response(req, ErrorCode.INVALID_REQUEST)
+            return error_response(req, ErrorCode.INVALID_REQUEST)
     if cursor is not None and cursor.partition_index < 0:
-        return _error_response(req, ErrorCode.INVALID_REQUEST)
+        return error_response(req, ErrorCode.INVALID_REQUEST)
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, req.response_partition_limit), 1)
     node = broker.node_id
     out, next_cursor = [], None

@@ -24,7 +24,7 @@ def _refused(name, code) -> dict:
             "topic_authorized_operations": NO_AUTH_OPS}
 
 
-def _error_response(req, code: ErrorCode) -> dict:
+def error_response(req, code: ErrorCode) -> dict:
     """MetadataRequest.getErrorResponse: every asked-for topic with the error, no brokers."""
     return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
             "topics": [{"error_code": int(code), "name": t.name or "", "topic_id": t.topic_id, "is_internal": False,
@@ -49,11 +49,11 @@ async def handle(conn, header, req):
     if req.topics is not None and version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in req.topics):
         # KafkaApis: topic ids (and null names) only from v12 on: InvalidRequestException, the
         # whole request's error response (recorded: cluster_apis/metadata/topic_ids)
-        return _error_response(req, ErrorCode.INVALID_REQUEST)
+        return error_response(req, ErrorCode.INVALID_REQUEST)
     if req.topics is not None and any(t.name is None and t.topic_id == ZERO_UUID for t in req.topics):
         # neither a name nor an id: Kafka's handler fails unexpectedly (recorded:
         # cluster_apis/metadata/internal_and_null_name)
-        return _error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
     ids = [] if req.topics is None else list(dict.fromkeys(t.topic_id for t in req.topics if t.topic_id != ZERO_UUID))
     if req.topics is None or (version == 0 and not req.topics):
         # every topic: those the principal may not describe are left out (Kafka's KafkaApis)

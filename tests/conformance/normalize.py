@@ -206,7 +206,7 @@ def canonical(api: str, response):
     if not isinstance(response, dict):
         return response
     if api == "ApiVersions":
-        return api_versions_features(response)
+        return response if response.get("connection_closed") else api_versions_features(response)
     if api == "DescribeTransactions":
         for s in response.get("transaction_states", []):
             for t in s.get("topics") or []:

@@ -247,6 +247,8 @@ class Run:
                     "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                                         f'username="{user}" password="{SASL_USERS[user]}";'},
                     timeout=60, client_id="conformance")
+            elif name == "sasl-raw":   # the SASL listener, not logged in: a step sends the SASL requests itself
+                c = self.conns[name] = WireClient.to(self.target.sasl_bootstrap, timeout=60, client_id="conformance")
             elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
             elif name == "ssl" or name.startswith("ssl:"):

@@ -21,6 +21,7 @@ from .consumer_groups import beat, hb
 ZERO = uuid.UUID(int=0)
 NOWHERE = uuid.UUID("0badc0de-0000-4000-8000-000000000001")   # a topic id no cluster has
 ABC = {"a": Topic(partitions=3), "b": Topic(partitions=2), "c": Topic()}
+RAW = "sasl-raw"   # the SASL listener, not logged in (runner.Run.conn)
 
 
 # ------------------------------------------------------------------ request builders
@@ -473,5 +474,48 @@ SCENARIOS = [
         describe_cluster(v=1),
         find_coordinators(["share-group:AAAAAAAAAAAAAAAAAAAAAA:0"], key_type=2, v=6),
         find_coordinators(["{g}"], key_type=2, v=6),
+    ]),
+    # ------------------------------------------------------------ SASL on the SASL listener
+    Scenario("cluster_apis/sasl/unsupported_mechanism", "On the SASL listener before logging in: ApiVersions "
+             "is answered; SaslHandshake v1 naming a mechanism not enabled (SCRAM-SHA-256; PLAIN is): "
+             "UNSUPPORTED_SASL_MECHANISM with the enabled ones, then the connection is closed.",
+             topics={}, broker=SECURED, steps=[
+        api_versions(conn=RAW),
+        call(17, 1, {"mechanism": "SCRAM-SHA-256"}, conn=RAW),
+        api_versions(conn=RAW),
+    ]),
+    Scenario("cluster_apis/sasl/wrong_password", "SaslHandshake v1 PLAIN, then SaslAuthenticate v2 with a "
+             "wrong password: SASL_AUTHENTICATION_FAILED with a message, then the connection is closed; an "
+             "unknown user likewise (v0).", topics={}, broker=SECURED, steps=[
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0wrong"}, conn=RAW),
+        api_versions(conn=RAW),
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 0, {"auth_bytes": b"\0nobody\0x"}, conn=RAW),
+        api_versions(conn=RAW),
+    ]),
+    Scenario("cluster_apis/sasl/out_of_order", "Before logging in: Metadata instead of SaslHandshake (the "
+             "connection is closed); SaslAuthenticate before SaslHandshake; SaslHandshake then Metadata instead "
+             "of SaslAuthenticate; a malformed PLAIN token (no separators).", topics={"t": Topic()}, broker=SECURED,
+             steps=[
+        metadata(["{t}"], conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        metadata(["{t}"], conn=RAW),
+        api_versions(conn=RAW),
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"alice"}, conn=RAW),
+        api_versions(conn=RAW),
+    ]),
+    Scenario("cluster_apis/sasl/login_then_sasl_again", "A good PLAIN login by hand (v1 handshake, v2 "
+             "authenticate: the answer's session lifetime), then a Metadata as alice (no ACL) on that "
+             "connection, then SaslHandshake and SaslAuthenticate again (ILLEGAL_SASL_STATE).",
+             topics={"t": Topic()}, broker=SECURED, steps=[
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
+        metadata(["{t}"], conn=RAW),
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
+        call(36, 1, {"auth_bytes": b""}, conn=ALICE),
     ]),
 ]
