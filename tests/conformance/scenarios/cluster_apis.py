@@ -46,9 +46,9 @@ def log_dirs(topics=None, v: int = 4, **kw):
                         [{"topic": t, "partitions": list(ps)} for t, ps in _items(topics)]}, **kw)
 
 
-def elect(parts=None, election_type: int = 0, v: int = 2, **kw):
+def elect(parts=None, election_type: int = 0, v: int = 2, timeout_ms: int = 30000, **kw):
     """ElectLeaders; ``parts`` = {topic: [partitions]} (or pairs) or None (every partition)."""
-    return call(43, v, {"election_type": election_type, "timeout_ms": 30000,
+    return call(43, v, {"election_type": election_type, "timeout_ms": timeout_ms,
                         "topic_partitions": None if parts is None else
                         [{"topic": t, "partitions": list(ps)} for t, ps in _items(parts)]}, **kw)
 
@@ -135,13 +135,15 @@ SCENARIOS = [
     ]),
     Scenario("cluster_apis/dtp/all_topics", "An empty topic list means every topic: the first page starts at "
              "the internal topics (limit 2); a cursor on this scenario's topics pages through them "
-             "(the other topics are other scenarios'); a cursor naming a topic that does not exist.",
+             "(the other topics are other scenarios'); a cursor past a topic's end, a negative one, one naming "
+             "a topic that does not exist (its name sorts between this scenario's first two).",
              topics=ABC, steps=[
         dtp(limit=2),
         dtp(limit=3, cursor=("{a}", 1), save="p1"),
         next_page("p1", limit=1),
         dtp(limit=1, cursor=("{a}", 9)),
         dtp(limit=2, cursor=("{a}", -1)),
+        dtp(limit=1, cursor=("{a0}", 5)),
     ]),
     Scenario("cluster_apis/dtp/deleted_between_pages", "A topic deleted between two pages: the next page's "
              "cursor names it; then a topic created under the same name (a new id, fewer partitions) and "
@@ -246,13 +248,15 @@ SCENARIOS = [
         elect([("{t}", [1]), ("{t}", [1])]),
     ]),
     Scenario("cluster_apis/elect/versions_and_types", "ElectLeaders v0 (no election type: preferred) and v1 (a "
-             "top-level error code), each also with null topics; election types 2 and -1.", topics={"t": Topic()}, steps=[
+             "top-level error code), each also with null topics; election types 2 and -1; timeouts 0 and -1.", topics={"t": Topic()}, steps=[
         elect({"{t}": [0]}, v=0),
         elect({"{t}": [0]}, v=1),
         elect(None, v=0),
         elect(None, v=1),
         elect({"{t}": [0]}, election_type=2),
         elect({"{t}": [0]}, election_type=-1),
+        elect({"{t}": [0]}, timeout_ms=0),
+        elect({"{t}": [0]}, election_type=1, timeout_ms=-1),
     ]),
     # ------------------------------------------------------------ FindCoordinator
     Scenario("cluster_apis/find_coordinator/group_versions", "FindCoordinator of a group through v0 to v6 "
