@@ -9,9 +9,13 @@ and ElectLeaders with null topics) keep only this scenario's topics and the inte
 (normalize.own_entries): other scenarios share the broker. A DescribeTopicPartitions page over every
 topic therefore starts at a cursor on this scenario's own topics, or at the internal topics, which
 sort first ('_' before the lower-case names of scenario topics), and ends inside them."""
+import struct
 import uuid
+from dataclasses import dataclass
 
-from ..dsl import (SECURED, Differs, Scenario, Topic, add_partitions, await_txn, batch, call, delete_records, end_txn, init_pid,
+from minikafka.protocol import schema
+
+from ..dsl import (SECURED, Call, Differs, Scenario, Topic, add_partitions, await_txn, batch, call, delete_records, end_txn, init_pid,
                    produce, ref, restart, txn_produce)
 from .admin_topics import create1, create_parts, delete_names, gone, served
 from .acls import ALICE, DESCRIBE, TOPIC, acl, create_acls
@@ -80,6 +84,26 @@ def metadata(topics, v: int = 12, auto: bool = False, **kw):
 
 def api_versions(v: int = 3, name: str = "minikafka-conformance", version: str = "1.0", **kw):
     return call(18, v, {"client_software_name": name, "client_software_version": version}, **kw)
+
+
+@dataclass
+class UnsupportedApiVersions(Call):
+    """ApiVersions at a version no schema knows (KIP-511): a v2 request header and an empty
+    flexible body; the answer is read as v0, the version a broker answers it in."""
+
+    def exchange(self, conn, body):
+        conn.corr += 1
+        cid = conn.client_id.encode()
+        payload = struct.pack(">hhih", 18, self.version, conn.corr, len(cid)) + cid + b"\x00" + b"\x00"
+        conn.send_frame(struct.pack(">i", len(payload)) + payload)
+        frame = conn.recv_frame()
+        if frame is None:
+            raise ConnectionError("broker closed the connection")
+        return schema.decode_response(18, 0, frame)[1]
+
+
+def api_versions_unsupported(v: int, **kw):
+    return UnsupportedApiVersions(18, v, {}, **kw)
 
 
 def values(n: int, size: int = 10):
@@ -383,7 +407,8 @@ SCENARIOS = [
     ]),
     # ------------------------------------------------------------ ApiVersions, SASL on a plain listener
     Scenario("cluster_apis/api_versions/client_software", "ApiVersions v3 with valid and invalid client software "
-             "names and versions (KIP-511's pattern), empty ones, and v0-v2 which carry none.", topics={},
+             "names and versions (KIP-511's pattern), empty ones, v0-v2 which carry none, and versions 5 and 127 "
+             "(unsupported: UNSUPPORTED_VERSION in a v0 answer; the connection stays usable).", topics={},
              steps=[
         api_versions(),
         api_versions(name="bad name"),
@@ -394,6 +419,9 @@ SCENARIOS = [
         api_versions(v=4, name="apache-kafka-java", version="4.1.0"),
         call(18, 0, {}),
         call(18, 2, {}),
+        api_versions_unsupported(5),
+        api_versions_unsupported(127),
+        api_versions(),
     ]),
     Scenario("cluster_apis/sasl/on_plaintext_listener", "SaslHandshake v0/v1 and SaslAuthenticate v0-v2 on a "
              "PLAINTEXT listener (the requests reach the request handler, not the authenticator).",
