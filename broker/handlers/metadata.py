@@ -24,8 +24,9 @@ def _refused(name, code) -> dict:
             "topic_authorized_operations": NO_AUTH_OPS}
 
 
-def error_response(req, code: ErrorCode) -> dict:
-    """MetadataRequest.getErrorResponse: every asked-for topic with the error, no brokers."""
+def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+    """MetadataRequest.getErrorResponse: every asked-for topic with the error, no brokers (and
+    nowhere for a message)."""
     return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
             "topics": [{"error_code": int(code), "name": t.name or "", "topic_id": t.topic_id, "is_internal": False,
                         "partitions": [], "topic_authorized_operations": NO_AUTH_OPS} for t in req.topics],

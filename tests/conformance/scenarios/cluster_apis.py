@@ -528,7 +528,8 @@ SCENARIOS = [
     ]),
     Scenario("cluster_apis/sasl/out_of_order", "Before logging in: Metadata instead of SaslHandshake (the "
              "connection is closed); SaslAuthenticate before SaslHandshake; SaslHandshake then Metadata instead "
-             "of SaslAuthenticate; a malformed PLAIN token (no separators).", topics={"t": Topic()}, broker=SECURED,
+             "of SaslAuthenticate (its error answer, then the close), and ElectLeaders likewise (the message in "
+             "each partition); a malformed PLAIN token (no separators).", topics={"t": Topic()}, broker=SECURED,
              steps=[
         metadata(["{t}"], conn=RAW),
         call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
@@ -537,6 +538,9 @@ SCENARIOS = [
         api_versions(conn=RAW),
         call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
         call(36, 2, {"auth_bytes": b"alice"}, conn=RAW),
+        api_versions(conn=RAW),
+        call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
+        elect({"{t}": [0]}, conn=RAW),
         api_versions(conn=RAW),
     ]),
     Scenario("cluster_apis/sasl/login_then_sasl_again", "A good PLAIN login by hand (v1 handshake, v2 "
