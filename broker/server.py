@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import struct
 import time
 
@@ -255,6 +256,25 @@ async def tls_handshake(stream, listener, conn: Connection):
     return tls
 
 
+def _kafka_name(api_key: int) -> str:
+    """ApiKeys' enum name, as Kafka's messages print it: ElectLeaders -> ELECT_LEADERS."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", schema.API_NAMES[api_key]).upper()
+
+
+def _error_answer(api_key: int, frame: bytes, code: ErrorCode, message: str) -> dict:
+    """The request's whole-request error answer (the handler's ``error_response``, as Kafka's
+    getErrorResponse: a Metadata answer names each asked-for topic with the error, an
+    ElectLeaders answer puts the exception's message in each partition's), or the top-level
+    error code alone."""
+    build = getattr(handlers.REGISTRY[api_key], "error_response", None)
+    if build is not None:
+        try:
+            return build(schema.decode_request(frame)[1], code, message)
+        except Exception:  # a request that does not even decode: the error code alone
+            pass
+    return {"error_code": int(code)}
+
+
 # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
 SASL_MAX_RECEIVE_SIZE = 524288
 
@@ -302,8 +322,9 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
                 # error response (ILLEGAL_SASL_STATE where it has an error code), then the close
                 lo2, hi2 = handlers.advertised_range(handlers.REGISTRY[api_key], broker)
                 if lo2 <= version <= hi2:
-                    await send_response(stream, schema.encode_response_parts(
-                        api_key, version, corr, {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE)}))
+                    await send_response(stream, schema.encode_response_parts(api_key, version, corr, _error_answer(
+                        api_key, frame, ErrorCode.ILLEGAL_SASL_STATE,
+                        f"Unexpected Kafka request of type {_kafka_name(api_key)} during SASL authentication.")))
             raise ProtocolViolation(f"Unexpected Kafka request of type {name} v{version} during SASL "
                                     + ("handshake" if server is None else "authentication"))
         try:

@@ -4,7 +4,10 @@
 Each module defines API_KEY, VERSIONS (the range we advertise and serve) and
 `async def handle(conn, header, request) -> dict | None`. Optional:
 `UNSTABLE_VERSIONS` (advertised only with unstable.api.versions.enable), `enabled(broker)`
-(False: not advertised, e.g. KIP-848 APIs without `consumer` in group.coordinator.rebalance.protocols).
+(False: not advertised, e.g. KIP-848 APIs without `consumer` in group.coordinator.rebalance.protocols),
+`error_response(request, code)` (the answer Kafka's AbstractRequest.getErrorResponse builds for an
+error that refuses the whole request, e.g. a request during SASL authentication; without it, the
+answer is the top-level error code alone).
 Modules without API_KEY (common.py, group_common.py, ...) are shared helpers.
 """
 from __future__ import annotations

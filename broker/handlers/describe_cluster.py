@@ -1,18 +1,29 @@
-"""DescribeCluster (60): one broker, which is also the controller."""
+"""DescribeCluster (60): one broker, which is also the controller. v2 (KIP-1073) adds
+include_fenced_brokers and each broker's is_fenced: this broker is never fenced, so both
+answers are the same (as Kafka 4.1's, recorded: cluster_apis/describe_cluster)."""
+from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS
 
 API_KEY = 60
-VERSIONS = (0, 1)
+VERSIONS = (0, 2)
+
+BROKER, CONTROLLER = 1, 2   # KIP-919 endpoint types
 
 
 async def handle(conn, header, req):
     broker = conn.broker
     host, port = broker.advertised_address(conn.listener_name)
-    if header.api_version >= 1 and req.endpoint_type not in (1,):
-        # KIP-919: only the broker endpoint type is served here
-        return {"error_code": 114, "error_message": "The request was sent to an endpoint of type BROKER",
-                "endpoint_type": 1, "cluster_id": broker.logs.cluster_id, "controller_id": -1, "brokers": []}
+    if header.api_version >= 1 and req.endpoint_type != BROKER:
+        # KIP-919: a broker serves the broker endpoint type; the controller's is MISMATCHED, any
+        # other UNSUPPORTED (Kafka 4.1's words, recorded: cluster_apis/describe_cluster)
+        if req.endpoint_type == CONTROLLER:
+            code, msg = ErrorCode.MISMATCHED_ENDPOINT_TYPE, ("The request was sent to an endpoint of type BROKER, "
+                                                             "but we wanted an endpoint of type CONTROLLER")
+        else:
+            code, msg = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {req.endpoint_type}"
+        return {"error_code": int(code), "error_message": msg,
+                "endpoint_type": BROKER, "cluster_id": broker.logs.cluster_id, "controller_id": -1, "brokers": []}
     return {
         "throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": 1,
         "cluster_id": broker.logs.cluster_id, "controller_id": broker.node_id,

@@ -10,7 +10,7 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
 API_KEY = 35
-VERSIONS = (1, 5)
+VERSIONS = (1, 4)
 
 
 def _space(path: str) -> tuple[int, int]:

@@ -4,7 +4,8 @@ ELECTION_NOT_NEEDED per named partition (preferred: the preferred replica leads;
 unclean: there is a leader), UNKNOWN_TOPIC_OR_PARTITION for partitions we lack.
 ``topic_partitions`` null means every partition: then, as in Kafka, partitions
 needing no election are left out (each topic still listed, with no results).
-An unknown election type fails the whole request with INVALID_REQUEST."""
+An unknown election type fails the whole request with INVALID_REQUEST, a timeout of 0 or
+less with REQUEST_TIMED_OUT (the controller's deadline has passed)."""
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
@@ -13,23 +14,30 @@ VERSIONS = (0, 2)
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED = "Leader election not needed for topic partition."  # Errors.ELECTION_NOT_NEEDED.message()
+# Kafka's controller: ClusterAuthorizationException("Request <the request> is not authorized."), in
+# every partition's result (recorded: cluster_apis/dtp/authorization)
+NOT_AUTHORIZED = "Request is not authorized."
+
+
+def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+    """ElectLeadersRequest.getErrorResponse: the error at the top and in every named partition."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "replica_election_results": [
+        {"topic": t.topic, "partition_result": [{"partition_id": p, "error_code": int(code), "error_message": message}
+                                                for p in t.partitions]}
+        for t in (req.topic_partitions or [])]}
 
 
 async def handle(conn, header, req):
     broker = conn.broker
     topics = broker.logs.topics()
     if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: ALTER on the cluster
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "replica_election_results": [
-            {"topic": t.topic, "partition_result": [
-                {"partition_id": p, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "error_message": None}
-                for p in t.partitions]} for t in (req.topic_partitions or [])]}
+        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, NOT_AUTHORIZED)
+    if req.timeout_ms <= 0:
+        # the controller's deadline has passed before the election runs: TimeoutException, no
+        # message (recorded: cluster_apis/elect/versions_and_types, timeouts 0 and -1)
+        return error_response(req, ErrorCode.REQUEST_TIMED_OUT)
     if req.election_type not in (PREFERRED, UNCLEAN):
-        msg = f"Unknown election type {req.election_type}"
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_REQUEST), "replica_election_results": [
-            {"topic": t.topic, "partition_result": [
-                {"partition_id": p, "error_code": int(ErrorCode.INVALID_REQUEST), "error_message": msg}
-                for p in t.partitions]}
-            for t in (req.topic_partitions or [])]}
+        return error_response(req, ErrorCode.INVALID_REQUEST, f"Unknown election type {req.election_type}")
     results = []
     if req.topic_partitions is None:
         results = [{"topic": name, "partition_result": []} for name in sorted(topics)]

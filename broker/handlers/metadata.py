@@ -24,6 +24,15 @@ def _refused(name, code) -> dict:
             "topic_authorized_operations": NO_AUTH_OPS}
 
 
+def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+    """MetadataRequest.getErrorResponse: every asked-for topic with the error, no brokers (and
+    nowhere for a message)."""
+    return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
+            "topics": [{"error_code": int(code), "name": t.name or "", "topic_id": t.topic_id, "is_internal": False,
+                        "partitions": [], "topic_authorized_operations": NO_AUTH_OPS} for t in req.topics],
+            "cluster_authorized_operations": NO_AUTH_OPS}
+
+
 async def handle(conn, header, req):
     broker = conn.broker
     version = header.api_version
@@ -38,6 +47,15 @@ async def handle(conn, header, req):
         return conn.authorize(acl.DESCRIBE, acl.TOPIC, name)
 
     out = []
+    if req.topics is not None and version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in req.topics):
+        # KafkaApis: topic ids (and null names) only from v12 on: InvalidRequestException, the
+        # whole request's error response (recorded: cluster_apis/metadata/topic_ids)
+        return error_response(req, ErrorCode.INVALID_REQUEST)
+    if req.topics is not None and any(t.name is None and t.topic_id == ZERO_UUID for t in req.topics):
+        # neither a name nor an id: Kafka's handler fails unexpectedly (recorded:
+        # cluster_apis/metadata/internal_and_null_name)
+        return error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR)
+    ids = [] if req.topics is None else list(dict.fromkeys(t.topic_id for t in req.topics if t.topic_id != ZERO_UUID))
     if req.topics is None or (version == 0 and not req.topics):
         # every topic: those the principal may not describe are left out (Kafka's KafkaApis)
         out = [entry(info) for info in topics.values() if describable(info.name)]
@@ -46,18 +64,18 @@ async def handle(conn, header, req):
         # knows, the unknown names, then those the principal may not create or describe
         allow_create = req.allow_auto_topic_creation if version >= 4 else True
         unknown_ids, known, missing, refused = [], [], [], []
-        for t in req.topics:
-            name = t.name
-            if name is None and t.topic_id != ZERO_UUID:
-                info = broker.topic_by_id(t.topic_id)
-                if info is None:
-                    unknown_ids.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id,
-                                        "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
-                elif not describable(info.name):
-                    refused.append(dict(_refused(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), topic_id=t.topic_id))
-                else:
-                    known.append(entry(info))
-                continue
+        for topic_id in ids:
+            # any topic id: Kafka looks up the ids only and ignores every name in the request
+            info = broker.topic_by_id(topic_id)
+            if info is None:
+                unknown_ids.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
+                                    "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
+            elif not describable(info.name):
+                refused.append(dict(_refused(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED), topic_id=topic_id))
+            else:
+                known.append(entry(info))
+        # the names, each once (a set in Kafka)
+        for name in ([] if ids else dict.fromkeys(t.name for t in req.topics)):
             if not describable(name):
                 refused.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue

@@ -83,6 +83,10 @@ class Normalizer:
                 return self.session(obj)
             if key in TIMESTAMP_EXACT or key.endswith("_timestamp") or key.endswith("timestamp_ms"):
                 return obj if not isinstance(obj, int) or obj < 0 else "<ts>"
+            if key == "log_dir":   # a path on the broker's machine
+                return "<log dir>"
+            if key in ("total_bytes", "usable_bytes"):   # the volume's size and free space
+                return obj if not isinstance(obj, int) or obj < 0 else "<bytes>"
             if key == "cluster_id":
                 return None if obj is None else "<cluster>"
             if key in ("host",):
@@ -160,7 +164,7 @@ def _text(b):
         return "0x" + bytes(b).hex()
 
 
-def own_entries(api: str, response, own_names) -> None:
+def own_entries(api: str, response, own_names, request: dict | None = None) -> None:
     """Cluster-wide listings keep only this scenario's entries (before normalizing, so
     other scenarios' producer ids take no symbols)."""
     if api == "ListTransactions":
@@ -170,6 +174,30 @@ def own_entries(api: str, response, own_names) -> None:
     elif api == "DescribeUserScramCredentials" and response.get("results") is not None:
         # every user (users=None): other scenarios' users are not this scenario's to compare
         response["results"] = [r for r in response.results if r.user in own_names or r.user == ""]
+    elif api in ("Metadata", "DescribeTopicPartitions") and response.get("topics"):
+        # every topic (no names asked): other scenarios' topics go, the internal ones stay
+        response["topics"] = [t for t in response.topics if not _foreign(t.name, own_names)]
+        body = (request or {}).get("body") or {}
+        if api == "Metadata" and (body.get("topics") is None or (request["version"] == 0 and not body["topics"])):
+            # every topic, from the metadata image's hash map of names: in name order
+            response["topics"] = sorted(response.topics, key=lambda t: t.name or "")
+    elif api == "ElectLeaders" and response.get("replica_election_results"):
+        response["replica_election_results"] = [r for r in response.replica_election_results
+                                                if not _foreign(r.topic, own_names)]
+    elif api == "DescribeLogDirs":
+        # every partition of the dir (topics null): only this scenario's (the internal topics'
+        # sizes follow from what other scenarios did)
+        for d in response.get("results") or []:
+            d["topics"] = [t for t in d.topics if t.name in own_names]
+
+
+# A scenario topic's real name (runner.real_names: "<scenario slug>.<word>.<8 hex token>", or with
+# '.' made '_', or the held topics' prefix): another scenario's when it is not one of ours
+SCENARIO_TOPIC = re.compile(r"(?:cfheld-)?[a-z0-9._-]+[._][0-9a-f]{8}")
+
+
+def _foreign(name, own_names) -> bool:
+    return isinstance(name, str) and name not in own_names and SCENARIO_TOPIC.fullmatch(name) is not None
 
 
 def canonical(api: str, response):
@@ -178,7 +206,7 @@ def canonical(api: str, response):
     if not isinstance(response, dict):
         return response
     if api == "ApiVersions":
-        return api_versions_features(response)
+        return response if response.get("connection_closed") else api_versions_features(response)
     if api == "DescribeTransactions":
         for s in response.get("transaction_states", []):
             for t in s.get("topics") or []:
@@ -228,6 +256,18 @@ def canonical(api: str, response):
         # Kafka shuffles these answers on purpose (ControllerApis.deleteTopics: Collections.shuffle)
         response["responses"] = sorted(response.get("responses") or [],
                                        key=lambda r: (r.get("name") or "", str(r.get("topic_id"))))
+    elif api == "DescribeLogDirs":
+        # a dir's partitions grouped by topic in a hash map (ReplicaManager.describeLogDirs)
+        for d in response.get("results") or []:
+            for t in d.get("topics") or []:
+                t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+            d["topics"] = sorted(d.get("topics") or [], key=lambda t: t["name"])
+    elif api == "ElectLeaders":
+        # results from the controller's hash maps of topic partitions
+        for t in response.get("replica_election_results") or []:
+            t["partition_result"] = sorted(t.get("partition_result") or [], key=lambda p: p["partition_id"])
+        response["replica_election_results"] = sorted(response.get("replica_election_results") or [],
+                                                      key=lambda t: t["topic"])
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

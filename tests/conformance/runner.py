@@ -247,6 +247,8 @@ class Run:
                     "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                                         f'username="{user}" password="{SASL_USERS[user]}";'},
                     timeout=60, client_id="conformance")
+            elif name == "sasl-raw":   # the SASL listener, not logged in: a step sends the SASL requests itself
+                c = self.conns[name] = WireClient.to(self.target.sasl_bootstrap, timeout=60, client_id="conformance")
             elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
             elif name == "ssl" or name.startswith("ssl:"):
@@ -313,7 +315,10 @@ class Run:
         deadline = time.monotonic() + step.timeout_s
         while True:
             try:
-                resp = self.conn(step.conn).request(step.api, step.version, body)
+                conn = self.conn(step.conn)
+                # a Call with exchange(conn, body) sends what no schema can encode (a scenario module's)
+                resp = (step.exchange(conn, body) if hasattr(step, "exchange")
+                        else conn.request(step.api, step.version, body))
             except ConnectionError:
                 self.conns.pop(step.conn).close()
                 resp = None
@@ -340,7 +345,7 @@ class Run:
         if step.save and resp is not None:
             self.saved[step.save] = resp
         if resp is not None:
-            own_entries(request["api"], answer, set(self.names.values()))
+            own_entries(request["api"], answer, set(self.names.values()), request)
         response = canonical_add_partitions(request["api"], canonical(request["api"], self.norm(answer)))
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
