@@ -43,7 +43,7 @@ def test_extras_come_with_their_target(tmp_path, target, extras):
 
 
 # top-level modules of the extras' packages (pyproject's [project.optional-dependencies])
-EXTRAS_MODULES = {"pytest", "pytest_timeout", "kafka", "confluent_kafka", "aiokafka", "yaml",
+EXTRAS_MODULES = {"pytest", "pytest_timeout", "xdist", "kafka", "confluent_kafka", "aiokafka", "yaml",
                   "pyspark", "pyarrow", "pandas"}
 
 
