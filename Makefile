@@ -43,7 +43,7 @@ pipeline: $(VENV)/.installed-spark
 
 # Everything the tests need, then the whole suite (slow tests included), in
 # PYTEST_WORKERS processes (pytest-xdist): the suite mostly waits on JVM starts,
-# client timeouts and polls, so 4 workers on 2 cores take well under half the time
+# client timeouts and polls, so 4 workers on 2 cores take about half the time
 # of one. tests/conftest.py says which tests share a worker (the docker tests) and
 # starts the slowest first. PYTEST_WORKERS=0 runs it in this one process.
 PYTEST_WORKERS ?= 4

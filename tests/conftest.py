@@ -54,8 +54,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 # Running in parallel (`make test` runs `pytest -n 4`, pytest-xdist) ----------------------
 # The suite mostly waits (JVM starts, client timeouts, polling), so 4 workers on 2 cores
-# finish it in well under half the time of one. What a worker is given at a time is a
-# "scope" (xdist's --dist loadscope), chosen here rather than with xdist_group marks:
+# finish it in about half the time of one (7 min against 13, with the machine busy with
+# other work besides). What a worker is given at a time is a "scope" (xdist's --dist
+# loadscope), chosen here rather than with xdist_group marks:
 # pytest 9 derives a node's id from its own fields, so xdist 3.8's loadgroup (which renames
 # the nodes of marked tests) no longer groups anything.
 # * every docker test in one scope, so in one worker, one after another: the session's image
