@@ -41,10 +41,15 @@ run: $(VENV)/.compiled
 pipeline: $(VENV)/.installed-spark
 	$(PY) -m minikafka.pipeline $(ARGS)
 
-# Everything the tests need, then the whole suite (slow tests included).
+# Everything the tests need, then the whole suite (slow tests included), in
+# PYTEST_WORKERS processes (pytest-xdist): the suite mostly waits on JVM starts,
+# client timeouts and polls, so 4 workers on 2 cores take about half the time
+# of one. tests/conftest.py says which tests share a worker (the docker tests) and
+# starts the slowest first. PYTEST_WORKERS=0 runs it in this one process.
+PYTEST_WORKERS ?= 4
 test: $(VENV)/.installed $(VENV)/.compiled
 	-$(PY) tests/java/setup_jars.py --ext $(EXT)
-	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest $(PYTEST_ARGS)
+	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The docker tests alone (tests/docker: images built, containers and compose
 # stacks run on the host's network). First brings up what is missing: as root,

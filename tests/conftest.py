@@ -52,6 +52,79 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             compileall.compile_dir(str(root / d), quiet=2)
 
 
+# Running in parallel (`make test` runs `pytest -n 4`, pytest-xdist) ----------------------
+# The suite mostly waits (JVM starts, client timeouts, polling), so 4 workers on 2 cores
+# finish it in about half the time of one (7 min against 13, with the machine busy with
+# other work besides). What a worker is given at a time is a "scope" (xdist's --dist
+# loadscope), chosen here rather than with xdist_group marks:
+# pytest 9 derives a node's id from its own fields, so xdist 3.8's loadgroup (which renames
+# the nodes of marked tests) no longer groups anything.
+# * every docker test in one scope, so in one worker, one after another: the session's image
+#   builds (``images``) happen once, not once per worker; the image tags, compose project
+#   names and wheelhouse port file are the machine's; two container stacks at once on
+#   2 cores only slow each other down;
+# * a test file, otherwise (its module-scoped brokers start once);
+# * the conformance scenarios by family (``txn/...``, ``cg/...``): 630 of them would make
+#   one worker's file the last to finish; each family shares brokers per settings group.
+def xdist_scope(nodeid: str) -> str:
+    path, _, rest = nodeid.partition("::")
+    if path.startswith("tests/docker/"):
+        return "tests/docker"
+    if path == "tests/conformance/test_conformance.py" and "[" in rest:
+        return f"{path}::{rest.split('[', 1)[1].split('/', 1)[0]}"
+    return path
+
+
+# The scopes that take longest, started first so none begins near the end of the run
+# (order only: a scope not listed keeps its place in collection order after these).
+# Two Spark scopes are kept apart in the list so that they rarely overlap.
+SLOW_FIRST = (
+    "tests/docker",
+    "tests/integration/test_spark_pipeline.py",
+    "tests/integration/test_consumer_group_protocol.py",
+    "tests/integration/test_txn_invariants.py",
+    "tests/integration/test_shop_pipeline.py",
+    "tests/integration/test_idempotence.py",
+    "tests/integration/test_spark_kafka_source.py",
+    "tests/integration/test_wheel_install.py",
+    "tests/integration/test_chaos.py",
+    "tests/integration/test_leader_epochs.py",
+    "tests/integration/test_security.py",
+    "tests/integration/test_java_tv2.py",
+    "tests/integration/test_java_group.py",
+    "tests/integration/test_fetch_and_offsets.py",
+    "tests/integration/test_clients_roundtrip.py",
+)
+
+
+def xdist_rank(scope: str) -> int:
+    return SLOW_FIRST.index(scope) if scope in SLOW_FIRST else len(SLOW_FIRST)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") not in ("load", "loadscope"):
+        return None  # another --dist asked for by name: xdist's own
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scopes(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    # the scopes in collection order, which each worker sorted slowest first (below), not
+    # xdist's default of the scopes with most tests first
+    config.option.loadscopereorder = False
+    return Scopes(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, the slow scopes first (a stable sort: a scope's own tests keep
+    their order). Every worker sorts the same way, so the workers' collections agree."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: xdist_rank(xdist_scope(item.nodeid)))
+
+
 def _remember(request: pytest.FixtureRequest, b: BrokerProcess) -> None:
     node = request.node
     if isinstance(node, pytest.Item):
@@ -120,6 +193,26 @@ def java_client(tmp_path_factory: pytest.TempPathFactory) -> JavaClient:
     if isinstance(client, str):
         pytest.skip(f"Java client unavailable: {client}")
     return client
+
+
+_WORKER_DOCKER: dict[str, list[str]] = {"docker_skip_reason": [], "docker_facts": []}
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, in the controller
+def pytest_testnodedown(node, error) -> None:
+    """What tests/docker/conftest.py prints at the end of a run, from the worker that ran
+    the docker tests (xdist's controller loads no conftest below tests/)."""
+    for key, lines in _WORKER_DOCKER.items():
+        lines.extend(getattr(node, "workeroutput", {}).get(key, ()))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for reason in _WORKER_DOCKER["docker_skip_reason"][:1]:
+        terminalreporter.write_line(f"!!! DOCKER TESTS SKIPPED: {reason}", red=True, bold=True)
+    if _WORKER_DOCKER["docker_facts"]:
+        terminalreporter.section("docker facts")
+        for line in _WORKER_DOCKER["docker_facts"]:
+            terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(hookwrapper=True)

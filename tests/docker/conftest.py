@@ -50,6 +50,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.timeout(TIMEOUT_S))
 
 
+def pytest_sessionfinish(session):
+    # In a pytest-xdist worker, this summary would print nowhere: hand the skip reason and
+    # the facts to the controller, whose tests/conftest.py prints them.
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["docker_skip_reason"] = list(_SKIP_REASON)
+        workeroutput["docker_facts"] = list(FACTS)
+
+
 def pytest_terminal_summary(terminalreporter):
     if _SKIP_REASON:
         terminalreporter.write_line(f"!!! DOCKER TESTS SKIPPED: {_SKIP_REASON[0]}", red=True,

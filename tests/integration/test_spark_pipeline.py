@@ -88,8 +88,12 @@ class Invoices:
                                                              "revenue_cents": 0})
         self.producers = {}
         for name in ("a", "b"):
+            # "b" keeps a transaction open while the job starts and catches up twice (up
+            # to 150 + 60 s of waiting): with the client's default 60 s transaction timeout
+            # a loaded machine's slow Spark start let the broker abort it (ProducerFenced
+            # at its commit). 10 minutes is under the broker's transaction.max.timeout.ms.
             p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{topic}-{name}",
-                              linger_ms=2)
+                              linger_ms=2, transaction_timeout_ms=600_000)
             p.init_transactions()
             self.producers[name] = p
 

@@ -43,7 +43,7 @@ def test_extras_come_with_their_target(tmp_path, target, extras):
 
 
 # top-level modules of the extras' packages (pyproject's [project.optional-dependencies])
-EXTRAS_MODULES = {"pytest", "pytest_timeout", "kafka", "confluent_kafka", "aiokafka", "yaml",
+EXTRAS_MODULES = {"pytest", "pytest_timeout", "xdist", "kafka", "confluent_kafka", "aiokafka", "yaml",
                   "pyspark", "pyarrow", "pandas"}
 
 
@@ -122,3 +122,24 @@ def test_readme_outgrowing_one_machine_commands_match_the_code():
     for key in ("default.replication.factor", "min.insync.replicas",
                 "transaction.state.log.replication.factor", "offsets.topic.replication.factor"):
         assert f"`{key}`" in section
+
+
+def test_make_test_runs_the_suite_in_parallel_with_the_docker_tests_in_one_worker(tmp_path):
+    """`make test` passes -n to pytest (pytest-xdist, a test extra); tests/conftest.py puts
+    every docker test in one xdist scope (one worker: images built once, one stack at a time)
+    and keeps the others apart by file (conformance by scenario family)."""
+    [pytest_line] = [line for line in make_dry_run("test", tmp_path) if " -m pytest " in line]
+    assert re.search(r" -n \d+ ", pytest_line), pytest_line
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert any(dep.startswith("pytest-xdist") for dep in test_extra)
+    import importlib.util  # a copy of tests/conftest.py ("conftest" may be another one here)
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    scopes = {conftest.xdist_scope(n) for n in ("tests/docker/test_images.py::test_a",
+                                                 "tests/docker/test_compose.py::test_b[shop]")}
+    assert scopes == {"tests/docker"}
+    assert conftest.xdist_scope("tests/unit/test_setup.py::test_x[1]") == "tests/unit/test_setup.py"
+    assert conftest.xdist_scope("tests/conformance/test_conformance.py::test_scenario_matches_kafka[txn/a/b]") \
+        == "tests/conformance/test_conformance.py::txn"
+    assert conftest.xdist_rank("tests/docker") == 0
