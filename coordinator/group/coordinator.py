@@ -691,13 +691,9 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
 
     # =========================================================== OffsetCommit
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int,
-                       offsets, now_ms: int, api_version: int = 9):
-        """``offsets`` in request order, [(tp, value)], one partition possibly more than once (Kafka
-        answers and writes each entry: the last accepted one stays); the answer is one error per
-        entry. A {tp: value} dict (each partition once) is answered with a {tp: error} dict."""
-        if isinstance(offsets, dict):
-            return dict(zip(offsets, self.commit_offsets(group_id, member_id, group_instance_id, generation_id,
-                                                         list(offsets.items()), now_ms, api_version)))
+                       offsets: list[tuple[TP, OffsetValue]], now_ms: int, api_version: int = 9) -> list[ErrorCode]:
+        """``offsets`` in request order, one partition possibly more than once (Kafka answers and
+        writes each entry: the last accepted one stays); the answer is one error per entry."""
         def all_(err):
             return [err] * len(offsets)
         if not self._validate_group_id(group_id, allow_empty=True):
@@ -778,12 +774,8 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
     # ======================================================== TxnOffsetCommit
     def txn_commit_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
                            group_instance_id: str | None, generation_id: int,
-                           offsets, now_ms: int):
+                           offsets: list[tuple[TP, OffsetValue]], now_ms: int) -> list[ErrorCode]:
         """``offsets`` and the answer as in commit_offsets: one entry per request partition."""
-        if isinstance(offsets, dict):
-            return dict(zip(offsets, self.txn_commit_offsets(group_id, producer_id, producer_epoch, member_id,
-                                                             group_instance_id, generation_id,
-                                                             list(offsets.items()), now_ms)))
         def all_(err):
             return [err] * len(offsets)
         if not self._validate_group_id(group_id):

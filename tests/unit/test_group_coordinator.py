@@ -22,6 +22,17 @@ def make(delay=0, store=None, **kw):
     return GroupCoordinator(cfg, store or MemoryOffsetsStore(50))
 
 
+def commit(c, group, member, instance, generation, offsets: dict, now, **kw) -> dict:
+    """OffsetCommit of each partition once: {tp: value} -> {tp: error}."""
+    return dict(zip(offsets, c.commit_offsets(group, member, instance, generation, list(offsets.items()), now, **kw)))
+
+
+def txn_commit(c, group, pid, epoch, member, instance, generation, offsets: dict, now) -> dict:
+    """TxnOffsetCommit of each partition once: {tp: value} -> {tp: error}."""
+    return dict(zip(offsets, c.txn_commit_offsets(group, pid, epoch, member, instance, generation,
+                                                  list(offsets.items()), now)))
+
+
 def join(c, group="g", member="", now=T0, instance=None, protos=PROTOS, session=10_000, rebalance=30_000,
          require_known=True, client="c"):
     return c.join_group(group, member, instance, client, "/127.0.0.1", session, rebalance, "consumer", protos,
@@ -232,7 +243,7 @@ def test_static_member_rejoin_fences_old_id():
     assert c.heartbeat("g", gen, old, "inst-1", T0 + 6) == E.FENCED_INSTANCE_ID
     assert c.heartbeat("g", gen, new, "inst-1", T0 + 6) == E.NONE
     assert c.sync_group("g", gen, new, "inst-1", None, None, {}, T0 + 7).result["assignment"] == b"A"
-    r = c.commit_offsets("g", old, "inst-1", gen, {("t", 0): OffsetValue(1)}, T0 + 8)
+    r = commit(c, "g", old, "inst-1", gen, {("t", 0): OffsetValue(1)}, T0 + 8)
     assert r == {("t", 0): E.FENCED_INSTANCE_ID}
     # admin removal by instance id
     top, errs = c.leave_group("g", [("", "inst-1")], T0 + 9)
@@ -243,7 +254,7 @@ def test_static_member_rejoin_fences_old_id():
 
 def test_simple_commit_and_fetch():
     c = make()
-    r = c.commit_offsets("simple", "", None, -1, {("t", 0): OffsetValue(5, -1, "m", T0)}, T0)
+    r = commit(c, "simple", "", None, -1, {("t", 0): OffsetValue(5, -1, "m", T0)}, T0)
     assert r == {("t", 0): E.NONE}
     err, rows = c.fetch_offsets("simple", [("t", 0), ("t", 1)], False)
     assert err == E.NONE
@@ -252,9 +263,9 @@ def test_simple_commit_and_fetch():
     assert [(tp, v.offset) for tp, v, _ in rows] == [(("t", 0), 5)]
     # unknown group with a generation: the commit comes from a generation we never had
     # (OffsetCommit v9 says GROUP_ID_NOT_FOUND)
-    r = c.commit_offsets("ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=8)
+    r = commit(c, "ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=8)
     assert r == {("t", 0): E.ILLEGAL_GENERATION}
-    r = c.commit_offsets("ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=9)
+    r = commit(c, "ghost", "m", None, 3, {("t", 0): OffsetValue(5)}, T0, api_version=9)
     assert r == {("t", 0): E.GROUP_ID_NOT_FOUND}
 
 
@@ -262,18 +273,18 @@ def test_commit_generation_checks():
     c = make()
     gen, leader, members = stable_group_of(c, 2)
     tp = ("t", 0)
-    assert c.commit_offsets("g", leader, None, gen, {tp: OffsetValue(1)}, T0) == {tp: E.NONE}
-    assert c.commit_offsets("g", leader, None, gen - 1, {tp: OffsetValue(2)}, T0) == {tp: E.ILLEGAL_GENERATION}
-    assert c.commit_offsets("g", "x", None, gen, {tp: OffsetValue(2)}, T0) == {tp: E.UNKNOWN_MEMBER_ID}
-    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(2)}, T0) == {tp: E.UNKNOWN_MEMBER_ID}
-    assert c.commit_offsets("g", leader, None, gen, {tp: OffsetValue(3, metadata="x" * 5000)}, T0) == \
+    assert commit(c, "g", leader, None, gen, {tp: OffsetValue(1)}, T0) == {tp: E.NONE}
+    assert commit(c, "g", leader, None, gen - 1, {tp: OffsetValue(2)}, T0) == {tp: E.ILLEGAL_GENERATION}
+    assert commit(c, "g", "x", None, gen, {tp: OffsetValue(2)}, T0) == {tp: E.UNKNOWN_MEMBER_ID}
+    assert commit(c, "g", "", None, -1, {tp: OffsetValue(2)}, T0) == {tp: E.UNKNOWN_MEMBER_ID}
+    assert commit(c, "g", leader, None, gen, {tp: OffsetValue(3, metadata="x" * 5000)}, T0) == \
         {tp: E.OFFSET_METADATA_TOO_LARGE}
     # the group moves on: the old generation is fenced
     for m in members:
         join(c, member=m, now=T0 + 1)
     assert c.group("g").state == GroupState.COMPLETING_REBALANCE
-    assert c.commit_offsets("g", leader, None, gen + 1, {tp: OffsetValue(4)}, T0) == {tp: E.REBALANCE_IN_PROGRESS}
-    assert c.commit_offsets("g", leader, None, gen, {tp: OffsetValue(4)}, T0) == {tp: E.ILLEGAL_GENERATION}
+    assert commit(c, "g", leader, None, gen + 1, {tp: OffsetValue(4)}, T0) == {tp: E.REBALANCE_IN_PROGRESS}
+    assert commit(c, "g", leader, None, gen, {tp: OffsetValue(4)}, T0) == {tp: E.ILLEGAL_GENERATION}
     assert c.fetch_offsets("g", [tp], False)[1][0][1].offset == 1
 
 
@@ -281,9 +292,9 @@ def test_offsets_and_groups_rebuilt_from_log():
     store = MemoryOffsetsStore(50)
     c = make(store=store)
     gen, leader, members = stable_group_of(c, 2)
-    c.commit_offsets("g", leader, None, gen, {("t", 0): OffsetValue(10), ("t", 1): OffsetValue(20)}, T0)
-    c.commit_offsets("g", leader, None, gen, {("t", 0): OffsetValue(11)}, T0)
-    c.commit_offsets("s", "", None, -1, {("u", 0): OffsetValue(3)}, T0)
+    commit(c, "g", leader, None, gen, {("t", 0): OffsetValue(10), ("t", 1): OffsetValue(20)}, T0)
+    commit(c, "g", leader, None, gen, {("t", 0): OffsetValue(11)}, T0)
+    commit(c, "s", "", None, -1, {("u", 0): OffsetValue(3)}, T0)
     assert c.delete_offsets("s", [("u", 0)], T0) == (E.NONE, {("u", 0): E.NONE})
     c2 = make(store=store)
     c2.load(T0 + 50)
@@ -300,7 +311,7 @@ def test_offsets_and_groups_rebuilt_from_log():
 def test_delete_groups():
     c = make()
     gen, leader, members = stable_group_of(c, 1)
-    c.commit_offsets("g", leader, None, gen, {("t", 0): OffsetValue(1)}, T0)
+    commit(c, "g", leader, None, gen, {("t", 0): OffsetValue(1)}, T0)
     assert c.delete_groups(["g", "missing"], T0) == {"g": E.NON_EMPTY_GROUP, "missing": E.GROUP_ID_NOT_FOUND}
     c.leave_group("g", [(leader, None)], T0)
     assert c.delete_groups(["g"], T0) == {"g": E.NONE}
@@ -319,7 +330,7 @@ def test_offset_delete_subscribed_topic_refused():
     w = join(c, protos=[("range", sub)], require_known=False)
     mid, gen = w.result["member_id"], w.result["generation_id"]
     c.sync_group("g", gen, mid, None, None, None, {}, T0)
-    c.commit_offsets("g", mid, None, gen, {("t", 0): OffsetValue(1), ("other", 0): OffsetValue(2)}, T0)
+    commit(c, "g", mid, None, gen, {("t", 0): OffsetValue(1), ("other", 0): OffsetValue(2)}, T0)
     err, res = c.delete_offsets("g", [("t", 0), ("other", 0)], T0)
     assert err == E.NONE and res == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): E.NONE}
     assert c.delete_offsets("nope", [("t", 0)], T0)[0] == E.GROUP_ID_NOT_FOUND
@@ -328,8 +339,8 @@ def test_offset_delete_subscribed_topic_refused():
 def test_offset_retention_for_empty_and_simple_groups():
     c = make(offsets_retention_ms=60_000, offsets_retention_check_interval_ms=1000)
     gen, leader, members = stable_group_of(c, 1)
-    c.commit_offsets("g", leader, None, gen, {("t", 0): OffsetValue(1, commit_timestamp=T0)}, T0)
-    c.commit_offsets("s", "", None, -1, {("t", 0): OffsetValue(1, commit_timestamp=T0)}, T0)
+    commit(c, "g", leader, None, gen, {("t", 0): OffsetValue(1, commit_timestamp=T0)}, T0)
+    commit(c, "s", "", None, -1, {("t", 0): OffsetValue(1, commit_timestamp=T0)}, T0)
     # the consumer group is alive (heartbeats): its offsets are kept
     for t in range(T0, T0 + 70_001, 5000):
         assert c.heartbeat("g", gen, leader, None, t) == E.NONE
@@ -349,7 +360,7 @@ def test_offset_retention_for_empty_and_simple_groups():
 def test_list_and_describe():
     c = make()
     gen, leader, members = stable_group_of(c, 1)
-    c.commit_offsets("s", "", None, -1, {("t", 0): OffsetValue(1)}, T0)
+    commit(c, "s", "", None, -1, {("t", 0): OffsetValue(1)}, T0)
     groups = {g["group_id"]: g for g in c.list_groups()}
     assert groups["g"]["group_state"] == "Stable" and groups["g"]["protocol_type"] == "consumer"
     assert groups["s"]["group_state"] == "Empty" and groups["s"]["protocol_type"] == ""
@@ -367,8 +378,8 @@ def test_txn_offsets_pending_until_marker():
     store = MemoryOffsetsStore(50)
     c = make(store=store)
     tp = ("t", 0)
-    c.commit_offsets("g", "", None, -1, {tp: OffsetValue(5)}, T0)
-    r = c.txn_commit_offsets("g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+    commit(c, "g", "", None, -1, {tp: OffsetValue(5)}, T0)
+    r = txn_commit(c, "g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
     assert r == {tp: E.NONE}
     assert c.fetch_offsets("g", [tp], True)[1] == [(tp, None, E.UNSTABLE_OFFSET_COMMIT)]
     assert c.fetch_offsets("g", [tp], False)[1][0][1].offset == 5
@@ -378,12 +389,12 @@ def test_txn_offsets_pending_until_marker():
     store.write_marker(part, 1000, commit=False)
     c.complete_transaction(part, 1000, False)
     assert c.fetch_offsets("g", [tp], True)[1][0][1].offset == 5
-    c.txn_commit_offsets("g", 1000, 1, "", None, -1, {tp: OffsetValue(12)}, T0)
+    txn_commit(c, "g", 1000, 1, "", None, -1, {tp: OffsetValue(12)}, T0)
     store.write_marker(part, 1000, commit=True)
     c.complete_transaction(part, 1000, True)
     assert c.fetch_offsets("g", [tp], True)[1][0][1].offset == 12
     # a third one left open
-    c.txn_commit_offsets("g", 2000, 0, "", None, -1, {tp: OffsetValue(20)}, T0)
+    txn_commit(c, "g", 2000, 0, "", None, -1, {tp: OffsetValue(20)}, T0)
     # rebuilt from the log: aborted dropped, committed applied, open one still pending
     c2 = make(store=store)
     c2.load(T0)
@@ -401,7 +412,7 @@ def test_txn_offset_commit_logs_at_debug_only(caplog):
     c = make(store=store)
     tp = ("t", 0)
     with caplog.at_level(logging.DEBUG, logger="minikafka"):
-        c.txn_commit_offsets("g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+        txn_commit(c, "g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
         store.write_marker(c.partition_for("g"), 1000, commit=True)
         c.complete_transaction(c.partition_for("g"), 1000, True)
     assert c.fetch_offsets("g", [tp], True)[1][0][1].offset == 9
@@ -413,8 +424,8 @@ def test_txn_offset_commit_logs_at_debug_only(caplog):
 def test_txn_commit_does_not_overwrite_newer_plain_commit():
     c = make()
     tp = ("t", 0)
-    c.txn_commit_offsets("g", 7, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
-    c.commit_offsets("g", "", None, -1, {tp: OffsetValue(30)}, T0)
+    txn_commit(c, "g", 7, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+    commit(c, "g", "", None, -1, {tp: OffsetValue(30)}, T0)
     c.complete_transaction(c.partition_for("g"), 7, True)
     assert c.fetch_offsets("g", [tp], False)[1][0][1].offset == 30
 
@@ -423,13 +434,13 @@ def test_txn_offset_commit_generation_checks():
     c = make()
     gen, leader, members = stable_group_of(c, 1)
     tp = ("t", 0)
-    assert c.txn_commit_offsets("g", 1, 0, leader, None, gen - 1, {tp: OffsetValue(1)}, T0) == \
+    assert txn_commit(c, "g", 1, 0, leader, None, gen - 1, {tp: OffsetValue(1)}, T0) == \
         {tp: E.ILLEGAL_GENERATION}
-    assert c.txn_commit_offsets("g", 1, 0, "stranger", None, gen, {tp: OffsetValue(1)}, T0) == \
+    assert txn_commit(c, "g", 1, 0, "stranger", None, gen, {tp: OffsetValue(1)}, T0) == \
         {tp: E.UNKNOWN_MEMBER_ID}
-    assert c.txn_commit_offsets("g", 1, 0, leader, None, gen, {tp: OffsetValue(1)}, T0) == {tp: E.NONE}
+    assert txn_commit(c, "g", 1, 0, leader, None, gen, {tp: OffsetValue(1)}, T0) == {tp: E.NONE}
     # v0-2 (no member/generation) is accepted
-    assert c.txn_commit_offsets("g", 1, 0, "", None, -1, {tp: OffsetValue(2)}, T0) == {tp: E.NONE}
+    assert txn_commit(c, "g", 1, 0, "", None, -1, {tp: OffsetValue(2)}, T0) == {tp: E.NONE}
 
 
 def test_storage_failure_maps_to_kafka_error():
@@ -437,7 +448,7 @@ def test_storage_failure_maps_to_kafka_error():
     store = MemoryOffsetsStore(50)
     c = make(store=store)
     store.fail_with = KafkaError(E.RECORD_LIST_TOO_LARGE)
-    r = c.commit_offsets("s", "", None, -1, {("t", 0): OffsetValue(1)}, T0)
+    r = commit(c, "s", "", None, -1, {("t", 0): OffsetValue(1)}, T0)
     assert r == {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE}
     assert c.fetch_offsets("s", [("t", 0)], False)[1][0][1] is None
 
@@ -458,10 +469,10 @@ def test_metadata_limit_counts_utf16_units():
     # Kafka compares offset.metadata.max.bytes with a Java String's length (UTF-16 units)
     c = make()
     tp = ("t", 0)
-    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="é" * 4096)}, T0) == {tp: E.NONE}
-    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2048)}, T0) == \
+    assert commit(c, "g", "", None, -1, {tp: OffsetValue(1, metadata="é" * 4096)}, T0) == {tp: E.NONE}
+    assert commit(c, "g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2048)}, T0) == \
         {tp: E.NONE}
-    assert c.commit_offsets("g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2049)}, T0) == \
+    assert commit(c, "g", "", None, -1, {tp: OffsetValue(1, metadata="\U0001F600" * 2049)}, T0) == \
         {tp: E.OFFSET_METADATA_TOO_LARGE}
 
 
@@ -477,8 +488,8 @@ def test_offset_delete_drops_pending_txn_offset():
     store = MemoryOffsetsStore(50)
     c = make(store=store)
     tp = ("t", 0)
-    c.commit_offsets("g", "", None, -1, {tp: OffsetValue(2)}, T0)
-    c.txn_commit_offsets("g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
+    commit(c, "g", "", None, -1, {tp: OffsetValue(2)}, T0)
+    txn_commit(c, "g", 1000, 0, "", None, -1, {tp: OffsetValue(9)}, T0)
     assert c.delete_offsets("g", [tp], T0) == (E.NONE, {tp: E.NONE})
     assert c.fetch_offsets("g", [tp], True)[1] == [(tp, None, E.NONE)]
     # the same from the log: the tombstone after the transactional record drops it
@@ -493,8 +504,8 @@ def test_offset_delete_drops_pending_txn_offset():
 
 def test_topic_deletion_drops_committed_and_pending_offsets():
     c = make()
-    c.commit_offsets("g", "", None, -1, {("t", 0): OffsetValue(2), ("u", 0): OffsetValue(3)}, T0)
-    c.txn_commit_offsets("h", 1000, 0, "", None, -1, {("t", 1): OffsetValue(9)}, T0)
+    commit(c, "g", "", None, -1, {("t", 0): OffsetValue(2), ("u", 0): OffsetValue(3)}, T0)
+    txn_commit(c, "h", 1000, 0, "", None, -1, {("t", 1): OffsetValue(9)}, T0)
     c.on_topic_deleted("t", T0)
     assert c.fetch_offsets("g", None, True)[1] == [(("u", 0), c.groups["g"].offsets[("u", 0)], E.NONE)]
     assert c.fetch_offsets("h", [("t", 1)], True)[1] == [(("t", 1), None, E.NONE)]
