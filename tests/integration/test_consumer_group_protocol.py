@@ -307,7 +307,7 @@ def test_rebalance_protocols_without_consumer(broker_factory):
     and a heartbeat sent anyway is refused (UNSUPPORTED_VERSION)."""
     b = broker_factory(overrides={"group.coordinator.rebalance.protocols": "classic"})
     with RawClient.to(b.bootstrap) as c:
-        keys = {k.api_key for k in c.request(18, 3, {}).api_keys}
+        keys = {k.api_key for k in c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).api_keys}
         assert 68 not in keys and 69 not in keys and 11 in keys
         r = c.request(68, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None,
                               "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],

@@ -658,7 +658,7 @@ def test_group_apis_every_version(gbroker):
     topic = unique_name("vers")
     create_topic(gbroker.bootstrap, topic, 1)
     with RawClient.to(gbroker.bootstrap, timeout=30) as c:
-        api = {k.api_key: (k.min_version, k.max_version) for k in c.request(18, 3, {}).api_keys}
+        api = {k.api_key: (k.min_version, k.max_version) for k in c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).api_keys}
         expected = {8: (2, 9), 9: (1, 9), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5), 15: (0, 6),
                     16: (0, 5), 28: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 1)}
         for key, rng in expected.items():
