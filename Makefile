@@ -73,6 +73,9 @@ conformance-record: $(VENV)/.installed
 	cd tests && PYTHONPATH=$(CURDIR) $(abspath $(PY)) -m conformance.record $(ARGS)
 
 # Side by side with Apache Kafka: ARGS='--reference-bootstrap 127.0.0.1:19092' (see bench/throughput.py).
+# The broker runs on this venv's interpreter: a CPython built without PGO/LTO (pyenv's default)
+# costs it 10-15% more CPU than Debian's or the official images' (README, Benchmark), so the
+# README's table comes from `make bench PYTHON=/usr/bin/python3.11 VENV=.venv-pgo ARGS=...`.
 # Then throughput over TLS beside plaintext (bench/tls.py, minikafka alone).
 bench: $(VENV)/.installed $(VENV)/.compiled
 	$(PY) bench/throughput.py $(ARGS)
