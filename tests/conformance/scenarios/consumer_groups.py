@@ -311,6 +311,29 @@ SCENARIOS = [
         list_groups(states=["stable"]),
         list_groups(v=4),
     ]),
+    Scenario("cg/list/reconciling_states", "ListGroups v5 with state and type filters while a consumer group "
+             "moves: one member joined (its assignment not yet acknowledged), a second member that makes the first "
+             "revoke (Reconciling, as ListGroups, ConsumerGroupDescribe and DescribeGroups report it), the first "
+             "acknowledging, the second taking its partitions.", topics=T4, steps=[
+        hb("{m1}", save="a"),
+        list_groups(states=["Assigning", "Reconciling", "Stable"]),
+        list_groups(states=["assigning"], types=["consumer"]),
+        hb("{m2}", save="b"),
+        list_groups(),
+        list_groups(states=["Reconciling"], types=["Consumer"]),
+        list_groups(states=["Assigning"]),
+        list_groups(states=["Stable"], types=["consumer"]),
+        list_groups(states=["reconciling"], types=["classic"]),
+        describe(),
+        describe_groups(6),
+        beat("{m1}", 1),
+        beat("{m1}", 1, owned=[("a", [0, 1])]),
+        list_groups(states=["Reconciling", "Stable"]),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Reconciling", "Stable"]),
+        list_groups(v=4, states=["Stable"]),
+    ]),
     Scenario("cg/delete/non_empty_then_empty", "DeleteGroups refuses a consumer group with members; once "
              "the member left, the group and its offsets go.", topics=T4, steps=[
         hb(save="a"),
