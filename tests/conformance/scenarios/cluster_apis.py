@@ -584,6 +584,25 @@ SCENARIOS = [
         metadata(["{t}"], conn=RAW),
         api_versions(conn=RAW),
     ]),
+    Scenario("cluster_apis/sasl/handshake_v0_odd_tokens", "After SaslHandshake v0 PLAIN, bare tokens that are "
+             "not a plain login, each on a new connection: no separators, empty, an unknown user, an authorization "
+             "id other than the user, a framed SaslAuthenticate v2 request sent as if the token; then an "
+             "authorization id equal to the user (a login: Metadata answered).", topics={"t": Topic()},
+             broker=SECURED, steps=[
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"alice", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"\0nobody\0x", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"bob\0alice\0alice-secret", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"alice\0alice\0alice-secret", conn=RAW),
+        metadata(["{t}"], conn=RAW),
+    ]),
     Scenario("cluster_apis/sasl/login_then_sasl_again", "A good PLAIN login by hand (v1 handshake, v2 "
              "authenticate: the answer's session lifetime), then a Metadata as alice (no ACL) on that "
              "connection, then SaslHandshake and SaslAuthenticate again (ILLEGAL_SASL_STATE).",
