@@ -371,6 +371,23 @@ SCENARIOS = [
         beat("{m1}", 2),
         beat("{m2}", 2),
     ]),
+    Scenario("cg/restart/reconciling_survives_restarts", "A group Reconciling (the first member asked to "
+             "revoke half, the second waiting) through a kill -9 and, once the first acknowledged, a clean restart "
+             "(the second still waiting): ListGroups' state and ConsumerGroupDescribe's member epochs and "
+             "assignments after each; then the second member takes its partitions.", topics=T4, steps=[
+        hb("{m1}", save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        restart(kill=True),
+        list_groups(states=["Reconciling"]),
+        describe(),
+        beat("{m1}", 1, owned=[("a", [0, 1])]),
+        restart(),
+        list_groups(),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Stable"], types=["consumer"]),
+    ]),
     # ------------------------------------------------------------ KIP-430
     Scenario("admin/authorized_ops/metadata_and_cluster", "With no authorizer, Metadata and DescribeCluster "
              "give every operation the resource supports when asked, and nothing when not.", steps=[
