@@ -388,6 +388,22 @@ SCENARIOS = [
         beat("{m2}", 2, owned=[]),
         list_groups(states=["Stable"], types=["consumer"]),
     ]),
+    Scenario("cg/list/revocation_timeout_while_reconciling", "The first member (rebalance timeout 1 s) is "
+             "asked to revoke half for a second member and never acknowledges: once the timeout passes it is "
+             "removed and the group epoch moves on with no new target assignment (Assigning, in ListGroups and "
+             "ConsumerGroupDescribe, until the next heartbeat computes it), its heartbeat is refused, the second "
+             "member gets every partition (Stable).", topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        list_groups(states=["Reconciling"]),
+        describe(until={"groups.0.group_epoch": 3}),
+        list_groups(),
+        beat("{m1}", 1),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Stable"], types=["consumer"]),
+        describe(),
+    ]),
     # ------------------------------------------------------------ KIP-430
     Scenario("admin/authorized_ops/metadata_and_cluster", "With no authorizer, Metadata and DescribeCluster "
              "give every operation the resource supports when asked, and nothing when not.", steps=[
