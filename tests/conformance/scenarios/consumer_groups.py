@@ -404,6 +404,27 @@ SCENARIOS = [
         list_groups(states=["Stable"], types=["consumer"]),
         describe(),
     ]),
+    Scenario("cg/list/assigning_then_join", "A group left Assigning by a member removed at its rebalance "
+             "timeout (as cg/list/revocation_timeout_while_reconciling): ListGroups v4 with the Assigning filter, "
+             "DescribeGroups v5, an OffsetCommit and an OffsetFetch of the waiting member at its epoch; then a "
+             "third member joins (a new group epoch and target assignment: Reconciling) and the waiting member leaves "
+             "(the epoch moves on without a target assignment: Assigning again).",
+             topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        describe(until={"groups.0.group_epoch": 3}),
+        list_groups(v=4, states=["ASSIGNING"]),
+        describe_groups(5),
+        commit("{m2}", epoch=2, offset=7),
+        fetch_offsets("{m2}", epoch=2),
+        hb("{m3}", save="c"),
+        list_groups(),
+        describe(),
+        beat("{m2}", -1),
+        list_groups(),
+        describe(),
+    ]),
     # ------------------------------------------------------------ KIP-430
     Scenario("admin/authorized_ops/metadata_and_cluster", "With no authorizer, Metadata and DescribeCluster "
              "give every operation the resource supports when asked, and nothing when not.", steps=[
