@@ -425,6 +425,19 @@ SCENARIOS = [
         list_groups(),
         describe(),
     ]),
+    Scenario("cg/restart/assigning_survives_kill", "A group left Assigning by a member removed at its "
+             "rebalance timeout, then a kill -9: reloaded Assigning (group epoch ahead of the assignment epoch); "
+             "the waiting member's heartbeat then computes the target assignment.", topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        describe(until={"groups.0.group_epoch": 3}),
+        restart(kill=True),
+        list_groups(),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(),
+    ]),
     # ------------------------------------------------------------ KIP-430
     Scenario("admin/authorized_ops/metadata_and_cluster", "With no authorizer, Metadata and DescribeCluster "
              "give every operation the resource supports when asked, and nothing when not.", steps=[
