@@ -106,6 +106,24 @@ def api_versions_unsupported(v: int, **kw):
     return UnsupportedApiVersions(18, v, {}, **kw)
 
 
+@dataclass
+class RawSaslToken(Call):
+    """A SASL token as a bare size-prefixed frame, no Kafka request header (what follows a SaslHandshake
+    v0); the answer is the bare frame the broker sends back (recorded as SaslAuthenticate's auth_bytes)."""
+
+    def exchange(self, conn, body):
+        token = body["auth_bytes"]
+        conn.send_frame(struct.pack(">i", len(token)) + token)
+        frame = conn.recv_frame()
+        if frame is None:
+            raise ConnectionError("broker closed the connection")
+        return {"auth_bytes": bytes(frame)}
+
+
+def raw_token(token: bytes, **kw):
+    return RawSaslToken(36, 0, {"auth_bytes": token}, label="raw SASL token", **kw)
+
+
 def values(n: int, size: int = 10):
     return [f"{i:0{size}d}" for i in range(n)]
 
@@ -195,6 +213,17 @@ SCENARIOS = [
         create_parts("{b}", 4),
         served("{b}", 3),
         next_page("p1", "{b}", "{c}", limit=10),
+    ]),
+    Scenario("cluster_apis/dtp/restart_between_pages", "A clean restart, then a kill -9, between two "
+             "DescribeTopicPartitions pages: the cursor of the page before the restart used after it.",
+             topics=ABC, steps=[
+        dtp("{a}", "{b}", "{c}", limit=2, save="p1"),
+        restart(),
+        next_page("p1", "{a}", "{b}", "{c}", limit=2, save="p2"),
+        restart(kill=True),
+        next_page("p2", "{a}", "{b}", "{c}", limit=2),
+        next_page("p1", "{a}", "{b}", "{c}", limit=10),
+        dtp(limit=2, cursor=("{b}", 1)),
     ]),
     # ------------------------------------------------------------ DescribeLogDirs
     Scenario("cluster_apis/log_dirs/sizes_after_produce", "DescribeLogDirs of a two-partition topic after known "
@@ -542,6 +571,37 @@ SCENARIOS = [
         call(17, 1, {"mechanism": "PLAIN"}, conn=RAW),
         elect({"{t}": [0]}, conn=RAW),
         api_versions(conn=RAW),
+    ]),
+    Scenario("cluster_apis/sasl/handshake_v0_raw_tokens", "SaslHandshake v0 PLAIN, then the token as a bare "
+             "frame (no SaslAuthenticate): a wrong password (the connection is closed, nothing answered); on a new "
+             "connection ApiVersions, the v0 handshake and the good password (an empty frame back), then Metadata "
+             "as alice (no ACL) and ApiVersions on that connection.", topics={"t": Topic()}, broker=SECURED, steps=[
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"\0alice\0wrong", conn=RAW),
+        api_versions(conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"\0alice\0alice-secret", conn=RAW),
+        metadata(["{t}"], conn=RAW),
+        api_versions(conn=RAW),
+    ]),
+    Scenario("cluster_apis/sasl/handshake_v0_odd_tokens", "After SaslHandshake v0 PLAIN, bare tokens that are "
+             "not a plain login, each on a new connection: no separators, empty, an unknown user, an authorization "
+             "id other than the user, a framed SaslAuthenticate v2 request sent as if the token; then an "
+             "authorization id equal to the user (a login: Metadata answered).", topics={"t": Topic()},
+             broker=SECURED, steps=[
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"alice", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"\0nobody\0x", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"bob\0alice\0alice-secret", conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        call(36, 2, {"auth_bytes": b"\0alice\0alice-secret"}, conn=RAW),
+        call(17, 0, {"mechanism": "PLAIN"}, conn=RAW),
+        raw_token(b"alice\0alice\0alice-secret", conn=RAW),
+        metadata(["{t}"], conn=RAW),
     ]),
     Scenario("cluster_apis/sasl/login_then_sasl_again", "A good PLAIN login by hand (v1 handshake, v2 "
              "authenticate: the answer's session lifetime), then a Metadata as alice (no ACL) on that "

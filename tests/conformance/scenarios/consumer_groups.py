@@ -311,6 +311,29 @@ SCENARIOS = [
         list_groups(states=["stable"]),
         list_groups(v=4),
     ]),
+    Scenario("cg/list/reconciling_states", "ListGroups v5 with state and type filters while a consumer group "
+             "moves: one member joined (its assignment not yet acknowledged), a second member that makes the first "
+             "revoke (Reconciling, as ListGroups, ConsumerGroupDescribe and DescribeGroups report it), the first "
+             "acknowledging, the second taking its partitions.", topics=T4, steps=[
+        hb("{m1}", save="a"),
+        list_groups(states=["Assigning", "Reconciling", "Stable"]),
+        list_groups(states=["assigning"], types=["consumer"]),
+        hb("{m2}", save="b"),
+        list_groups(),
+        list_groups(states=["Reconciling"], types=["Consumer"]),
+        list_groups(states=["Assigning"]),
+        list_groups(states=["Stable"], types=["consumer"]),
+        list_groups(states=["reconciling"], types=["classic"]),
+        describe(),
+        describe_groups(6),
+        beat("{m1}", 1),
+        beat("{m1}", 1, owned=[("a", [0, 1])]),
+        list_groups(states=["Reconciling", "Stable"]),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Reconciling", "Stable"]),
+        list_groups(v=4, states=["Stable"]),
+    ]),
     Scenario("cg/delete/non_empty_then_empty", "DeleteGroups refuses a consumer group with members; once "
              "the member left, the group and its offsets go.", topics=T4, steps=[
         hb(save="a"),
@@ -347,6 +370,73 @@ SCENARIOS = [
         describe(),
         beat("{m1}", 2),
         beat("{m2}", 2),
+    ]),
+    Scenario("cg/restart/reconciling_survives_restarts", "A group Reconciling (the first member asked to "
+             "revoke half, the second waiting) through a kill -9 and, once the first acknowledged, a clean restart "
+             "(the second still waiting): ListGroups' state and ConsumerGroupDescribe's member epochs and "
+             "assignments after each; then the second member takes its partitions.", topics=T4, steps=[
+        hb("{m1}", save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        restart(kill=True),
+        list_groups(states=["Reconciling"]),
+        describe(),
+        beat("{m1}", 1, owned=[("a", [0, 1])]),
+        restart(),
+        list_groups(),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Stable"], types=["consumer"]),
+    ]),
+    Scenario("cg/list/revocation_timeout_while_reconciling", "The first member (rebalance timeout 1 s) is "
+             "asked to revoke half for a second member and never acknowledges: once the timeout passes it is "
+             "removed and the group epoch moves on with no new target assignment (Assigning, in ListGroups and "
+             "ConsumerGroupDescribe, until the next heartbeat computes it), its heartbeat is refused, the second "
+             "member gets every partition (Stable).", topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        list_groups(states=["Reconciling"]),
+        describe(until={"groups.0.group_epoch": 3}),
+        list_groups(),
+        beat("{m1}", 1),
+        beat("{m2}", 2, owned=[]),
+        list_groups(states=["Stable"], types=["consumer"]),
+        describe(),
+    ]),
+    Scenario("cg/list/assigning_then_join", "A group left Assigning by a member removed at its rebalance "
+             "timeout (as cg/list/revocation_timeout_while_reconciling): ListGroups v4 with the Assigning filter, "
+             "DescribeGroups v5, an OffsetCommit and an OffsetFetch of the waiting member at its epoch; then a "
+             "third member joins (a new group epoch and target assignment: Reconciling) and the waiting member leaves "
+             "(the epoch moves on without a target assignment: Assigning again).",
+             topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        describe(until={"groups.0.group_epoch": 3}),
+        list_groups(v=4, states=["ASSIGNING"]),
+        describe_groups(5),
+        commit("{m2}", epoch=2, offset=7),
+        fetch_offsets("{m2}", epoch=2),
+        hb("{m3}", save="c"),
+        list_groups(),
+        describe(),
+        beat("{m2}", -1),
+        list_groups(),
+        describe(),
+    ]),
+    Scenario("cg/restart/assigning_survives_kill", "A group left Assigning by a member removed at its "
+             "rebalance timeout, then a kill -9: reloaded Assigning (group epoch ahead of the assignment epoch); "
+             "the waiting member's heartbeat then computes the target assignment.", topics=T4, steps=[
+        hb("{m1}", rto=1000, save="a"),
+        hb("{m2}", save="b"),
+        beat("{m1}", 1),
+        describe(until={"groups.0.group_epoch": 3}),
+        restart(kill=True),
+        list_groups(),
+        describe(),
+        beat("{m2}", 2, owned=[]),
+        list_groups(),
     ]),
     # ------------------------------------------------------------ KIP-430
     Scenario("admin/authorized_ops/metadata_and_cluster", "With no authorizer, Metadata and DescribeCluster "
