@@ -41,29 +41,40 @@ def topic_id_of(broker, name: str):
     return getattr(info, "topic_id", None) if info is not None else None
 
 
-def merge_refused_first(layout, answers) -> list[tuple[str, object, list[tuple[int, int]]]]:
-    """The topics of an OffsetCommit or TxnOffsetCommit answer in Kafka's order.
+def _coordinator_parts(layout, answers) -> list:
+    """``layout`` with the coordinator's answers (in request order) in place of its None entries,
+    the refused partitions left out."""
+    answers = iter(answers)
+    return [(name, tid, [(p, int(next(answers))) for p, err in parts if err is None])
+            for name, tid, parts in layout]
+
+
+def merge_by_topic_name(layout, answers) -> list[tuple[str, object, list[tuple[int, int]]]]:
+    """Kafka's KafkaApis answer for OffsetCommit, TxnOffsetCommit and OffsetDelete: the partitions
+    the broker refuses itself (authorization, unknown topic or partition) first, grouped by topic
+    name in request order, then the coordinator's answer merged in (the Builder's merge): a topic
+    already there gets the coordinator's partitions after its refused ones, other topics follow,
+    and a topic named twice in the request becomes one.
 
     ``layout`` is the request's topics, [(name, topic id, [(partition, error or None)])], an error
-    where the broker refused the partition itself (authorization, unknown topic or partition),
-    None where the coordinator answers; ``answers`` yields the coordinator's answers in request
-    order. Kafka's KafkaApis answers the refused partitions first, grouped by topic name, and
-    then merges the coordinator's answer in (the Builder's merge): a topic already there gets
-    the coordinator's partitions after its refused ones, other topics follow, and a topic named
-    twice in the request becomes one. With nothing refused, the coordinator's answer is the
-    answer: one topic per request topic, in request order.
-    Returns [(name, topic id, [(partition, error code)])]."""
-    answers = iter(answers)
-    coordinator = [(name, tid, [(p, int(next(answers))) for p, err in parts if err is None])
-                   for name, tid, parts in layout]
-    if not any(err is not None for _, _, parts in layout for _, err in parts):
-        return [(name, tid, parts) for name, tid, parts in coordinator if parts]
+    where the broker refused the partition itself, None where the coordinator answers; ``answers``
+    are the coordinator's answers in request order. Returns [(name, topic id, [(partition, error
+    code)])]."""
     merged: dict[str, tuple[str, object, list]] = {}
     for name, tid, parts in layout:
         for p, err in parts:
             if err is not None:
                 merged.setdefault(name, (name, tid, []))[2].append((p, int(err)))
-    for name, tid, parts in coordinator:
+    for name, tid, parts in _coordinator_parts(layout, answers):
         if parts:
             merged.setdefault(name, (name, tid, []))[2].extend(parts)
     return list(merged.values())
+
+
+def merge_refused_first(layout, answers) -> list[tuple[str, object, list[tuple[int, int]]]]:
+    """The topics of an OffsetCommit or TxnOffsetCommit answer in Kafka's order: with a partition
+    refused by the broker, merge_by_topic_name's; with none, the coordinator's answer is the
+    answer: one topic per request topic, in request order (a topic named twice stays twice)."""
+    if any(err is not None for _, _, parts in layout for _, err in parts):
+        return merge_by_topic_name(layout, answers)
+    return [(name, tid, parts) for name, tid, parts in _coordinator_parts(layout, answers) if parts]
