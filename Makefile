@@ -61,7 +61,7 @@ docker-test: $(VENV)/.installed $(VENV)/.compiled
 	$(PYTHON) tests/docker/sandbox.py up
 	MINIKAFKA_EXT=$(EXT) $(PY) -m pytest tests/docker $(PYTEST_ARGS)
 
-# Re-derive protocol/schema.json and protocol/errors.py from ../shared/kafka-protocol.
+# Re-derive protocol/schema.jsonl and protocol/errors.py from ../shared/kafka-protocol.
 schema:
 	$(PYTHON) tools/gen_protocol.py
 

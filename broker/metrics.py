@@ -175,9 +175,9 @@ class BrokerCollector:
         done = dict(broker.metrics.request_count)
         # the transaction path's APIs are there from the start, each version it serves at 0
         for key in KEY_APIS:
-            handler = handlers.REGISTRY.get(key)
-            if handler is not None:
-                lo, hi = handlers.advertised_range(handler, broker)
+            api = handlers.APIS.get(key)
+            if api is not None:
+                lo, hi = handlers.advertised_range(api, broker)
                 for v in range(lo, hi + 1):
                     done.setdefault((key, v), 0)
         for key, v in sorted(done):

@@ -266,7 +266,7 @@ def _error_answer(api_key: int, frame: bytes, code: ErrorCode, message: str) -> 
     getErrorResponse: a Metadata answer names each asked-for topic with the error, an
     ElectLeaders answer puts the exception's message in each partition's), or the top-level
     error code alone."""
-    build = getattr(handlers.REGISTRY[api_key], "error_response", None)
+    build = getattr(handlers.handler(api_key), "error_response", None)
     if build is not None:
         try:
             return build(schema.decode_request(frame)[1], code, message)
@@ -314,13 +314,13 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await send_response(stream, out)
             continue
         expected = 17 if server is None else 36
-        lo, hi = handlers.REGISTRY[expected].VERSIONS
+        lo, hi = handlers.APIS[expected].versions
         if api_key != expected or not lo <= version <= hi:
             name = schema.API_NAMES.get(api_key, api_key)
-            if server is not None and api_key in handlers.REGISTRY and api_key != 36:
+            if server is not None and api_key in handlers.APIS and api_key != 36:
                 # Kafka (SaslServerAuthenticator): another request while authenticating gets its
                 # error response (ILLEGAL_SASL_STATE where it has an error code), then the close
-                lo2, hi2 = handlers.advertised_range(handlers.REGISTRY[api_key], broker)
+                lo2, hi2 = handlers.advertised_range(handlers.APIS[api_key], broker)
                 if lo2 <= version <= hi2:
                     await send_response(stream, schema.encode_response_parts(api_key, version, corr, _error_answer(
                         api_key, frame, ErrorCode.ILLEGAL_SASL_STATE,
@@ -453,11 +453,11 @@ async def dispatch(conn: Connection, frame: bytes) -> list | None:
         api_key, version, corr = schema.peek_request_header(frame)
     except SchemaError as e:
         raise ProtocolViolation(str(e)) from None
-    handler = handlers.REGISTRY.get(api_key)
-    if handler is None:
+    api = handlers.APIS.get(api_key)
+    if api is None:
         # Kafka cannot parse a header with an unknown api key and closes the connection.
         raise ProtocolViolation(f"unknown api key {api_key}")
-    lo, hi = handlers.advertised_range(handler, broker)
+    lo, hi = handlers.advertised_range(api, broker)
     if not lo <= version <= hi:
         if api_key == 18:
             # KIP-511: answer ApiVersions of any version with a v0 body naming our ranges.
@@ -470,7 +470,7 @@ async def dispatch(conn: Connection, frame: bytes) -> list | None:
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
     started = time.perf_counter()
     try:
-        response = await handler.handle(conn, header, body)
+        response = await handlers.handler(api_key).handle(conn, header, body)
     except (CloseConnection, trio.Cancelled):
         raise
     except Exception:

@@ -8,9 +8,9 @@ from minikafka.protocol import schema
 
 def advertised():
     from minikafka.broker import handlers
-    for key, mod in sorted(handlers.REGISTRY.items()):
-        lo, hi = getattr(mod, "UNSTABLE_VERSIONS", mod.VERSIONS)
-        for v in range(lo, hi + 1):
+    for key, api in sorted(handlers.APIS.items()):
+        lo, hi = api.versions
+        for v in range(lo, (api.unstable or hi) + 1):
             yield key, v
 
 

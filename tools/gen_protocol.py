@@ -3,9 +3,11 @@
 message definitions (../shared/kafka-protocol), so no field list is typed by hand.
 
 Writes:
-  protocol/schema.json  - per API key: name, version ranges, flexible versions and
+  protocol/schema.jsonl - per API key: name, version ranges, flexible versions and
                           the field trees (name, type, versions, nullability, tags,
-                          defaults); common structs inlined; no prose.
+                          defaults); common structs inlined; no prose. One JSON
+                          object per line: an index, then one line per API and per
+                          data spec.
   protocol/errors.py    - the error code table as an IntEnum plus retriable flags.
 
 Run `make schema` (or `python tools/gen_protocol.py [path/to/kafka-protocol]`).
@@ -146,10 +148,20 @@ def main():
         lo = min(l["versions"][0] for l in req)
         hi = max(l["versions"][1] for l in req)
         entry["versions"] = [lo, hi]
-    out = {"apis": apis, "data": data}
-    with open(os.path.join(ROOT, "protocol", "schema.json"), "w") as f:
-        json.dump(out, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")
+    # One line per API and per data spec, indexed by the first line: the broker parses a
+    # line when its message is first used (parsing every spec took ~3 ms of a 120 ms start).
+    lines, index = [], {"apis": {}, "data": {}}
+    for key in sorted(apis, key=int):
+        entry = apis[key]
+        index["apis"][key] = {"name": entry["name"], "versions": entry["versions"], "line": len(lines) + 1}
+        lines.append(entry)
+    for name in sorted(data):
+        index["data"][name] = {"versions": data[name]["versions"], "line": len(lines) + 1}
+        lines.append(data[name])
+    with open(os.path.join(ROOT, "protocol", "schema.jsonl"), "w") as f:
+        for obj in [index] + lines:
+            json.dump(obj, f, separators=(",", ":"), sort_keys=True)
+            f.write("\n")
 
     rows = list(csv.DictReader(open(os.path.join(src, "errors.csv"))))
     lines = [

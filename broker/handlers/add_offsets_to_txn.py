@@ -4,9 +4,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import fenced_error
 
-API_KEY = 25
-VERSIONS = (0, 4)
-
 
 async def handle(conn, header, req):
     broker = conn.broker

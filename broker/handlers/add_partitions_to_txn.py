@@ -7,9 +7,6 @@ from minikafka.coordinator.transaction.coordinator import TxnError
 from ..security import authorizer as acl
 from .common import fenced_error
 
-API_KEY = 24
-VERSIONS = (0, 5)
-
 
 def _result_topics(parts: dict):
     topics: dict[str, list] = {}

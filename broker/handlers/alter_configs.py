@@ -2,9 +2,6 @@
 Checks and error codes are Kafka's; see :mod:`.alter_configs_common`."""
 from . import alter_configs_common as ac
 
-API_KEY = 33
-VERSIONS = (0, 2)
-
 
 async def handle(conn, header, req):
     return ac.alter_resources(conn.broker, req, incremental=False,

@@ -7,8 +7,6 @@ from ..security import authorizer as acl
 from ..security.sasl import SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 from .describe_user_scram_credentials import MECHANISM_TYPES
 
-API_KEY = 51
-VERSIONS = (0, 0)
 MECHANISMS = {v: k for k, v in MECHANISM_TYPES.items()}
 
 

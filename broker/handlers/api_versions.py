@@ -10,8 +10,6 @@ import re
 from minikafka.protocol.errors import ErrorCode
 from . import api_versions_body
 
-API_KEY = 18
-VERSIONS = (0, 4)
 
 SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 

@@ -6,13 +6,6 @@ from minikafka.protocol.errors import ErrorCode
 from .common import NO_AUTH_OPS
 from .group_common import coordinator
 
-API_KEY = 69
-VERSIONS = (0, 1)
-
-
-def enabled(broker) -> bool:
-    return "consumer" in broker.config["group.coordinator.rebalance.protocols"]
-
 
 async def handle(conn, header, req):
     coord = coordinator(conn)

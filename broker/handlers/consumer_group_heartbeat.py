@@ -4,13 +4,6 @@ was a full one), its assignment. The work is the group coordinator's
 (coordinator/group/consumer_coordinator.py)."""
 from .group_common import client_host, coordinator, now_ms
 
-API_KEY = 68
-VERSIONS = (0, 1)
-
-
-def enabled(broker) -> bool:
-    return "consumer" in broker.config["group.coordinator.rebalance.protocols"]
-
 
 async def handle(conn, header, req):
     return coordinator(conn).consumer_heartbeat(

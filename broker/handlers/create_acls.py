@@ -3,9 +3,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security.authorizer import ALTER, AclBinding, validate_binding
 from .acls_common import refusal
 
-API_KEY = 30
-VERSIONS = (1, 3)  # Kafka 4.x removed v0
-
 
 async def handle(conn, header, req):
     refused = refusal(conn, ALTER)

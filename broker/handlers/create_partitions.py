@@ -5,9 +5,6 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 from .create_topics import MAX_RECORDS_PER_USER_OP, validate_manual_partition_assignment
 
-API_KEY = 37
-VERSIONS = (0, 3)
-
 
 async def handle(conn, header, req):
     """Kafka (ControllerApis.createPartitions) answers the topics it passes to the controller in

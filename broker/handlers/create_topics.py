@@ -6,9 +6,6 @@ from minikafka.storage.config import describe_configs, validate_topic_configs
 from ..security import authorizer as acl
 from .common import topic_name_error
 
-API_KEY = 19
-VERSIONS = (2, 7)
-
 
 # Kafka's controller writes a topic as one TopicRecord, one PartitionRecord per partition and one
 # ConfigRecord per config, and refuses a user operation of more records than this

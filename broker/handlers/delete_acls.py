@@ -2,9 +2,6 @@
 from ..security.authorizer import ALTER, filter_matches
 from .acls_common import filter_of, refusal
 
-API_KEY = 31
-VERSIONS = (1, 3)  # Kafka 4.x removed v0
-
 
 async def handle(conn, header, req):
     refused = refusal(conn, ALTER)

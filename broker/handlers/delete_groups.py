@@ -4,10 +4,6 @@ from ..security import authorizer as acl
 from .group_common import coordinator, now_ms
 
 
-API_KEY = 42
-VERSIONS = (0, 2)
-
-
 async def handle(conn, header, req):
     # Kafka deletes each named group once (KafkaApis: groupsNames.distinct): a second mention of a
     # group must not turn its deletion into GROUP_ID_NOT_FOUND

@@ -13,8 +13,6 @@ once, so nothing waits for ``timeout_ms``.
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 
-API_KEY = 21
-VERSIONS = (0, 2)
 
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 INVALID_LOW_WATERMARK = -1

@@ -5,9 +5,6 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
 
-API_KEY = 20
-VERSIONS = (1, 6)
-
 
 async def handle(conn, header, req):
     """Kafka (ControllerApis.deleteTopics) refuses an entry with both a name and an id, or

@@ -5,8 +5,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS
 
-API_KEY = 60
-VERSIONS = (0, 2)
 
 BROKER, CONTROLLER = 1, 2   # KIP-919 endpoint types
 

@@ -7,8 +7,6 @@ from .. import group_configs
 from . import alter_configs_common as ac, loggers
 from .common import topic_name_error
 
-API_KEY = 32
-VERSIONS = (1, 4)
 
 TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 # ConfigSource / ConfigType values from DescribeConfigsResponse

@@ -8,9 +8,6 @@ from .common import NO_AUTH_OPS
 from .group_common import GROUP_AUTHORIZED_OPS, coordinator
 from ..security import authorizer as acl
 
-API_KEY = 15
-VERSIONS = (0, 6)
-
 
 async def handle(conn, header, req):
     v = header.api_version

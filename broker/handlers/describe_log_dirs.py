@@ -9,9 +9,6 @@ import os
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
-API_KEY = 35
-VERSIONS = (1, 4)
-
 
 def _space(path: str) -> tuple[int, int]:
     st = os.statvfs(path)

@@ -2,9 +2,6 @@
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 
-API_KEY = 61
-VERSIONS = (0, 0)
-
 
 async def handle(conn, header, req):
     broker = conn.broker

@@ -15,8 +15,6 @@ from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS, topic_name_error
 
-API_KEY = 75
-VERSIONS = (0, 0)
 
 MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 # AclEntry.supportedOperations(TOPIC): READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,

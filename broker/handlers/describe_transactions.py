@@ -2,8 +2,6 @@
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
-API_KEY = 65
-VERSIONS = (0, 0)
 
 # Kafka's TransactionMetadata holds partitions only while markers may still be due: those
 # of an Ongoing transaction, and in Prepare* those whose marker is not written yet; Empty

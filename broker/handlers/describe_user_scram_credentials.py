@@ -3,8 +3,6 @@ salt or key), as Kafka's ControllerApis / ScramControlManager.describeScramCrede
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
-API_KEY = 50
-VERSIONS = (0, 0)
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism type ids
 
 

@@ -9,8 +9,6 @@ less with REQUEST_TIMED_OUT (the controller's deadline has passed)."""
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
-API_KEY = 43
-VERSIONS = (0, 2)
 
 PREFERRED, UNCLEAN = 0, 1
 NOT_NEEDED = "Leader election not needed for topic partition."  # Errors.ELECTION_NOT_NEEDED.message()

@@ -7,8 +7,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import fenced_error
 
-API_KEY = 26
-VERSIONS = (0, 5)
 TRANSACTIONS_V2 = 5  # Kafka's TransactionVersion.transactionVersionForEndTxn: v5+ is TV2
 
 

@@ -30,8 +30,6 @@ from ..broker import now_ms
 from ..fetch_session import ZERO_UUID, PartitionData, ShardLookupError, partition_key
 from .common import check_leader_epoch
 
-API_KEY = 1
-VERSIONS = (4, 16)
 INT32_MAX = 2**31 - 1
 
 

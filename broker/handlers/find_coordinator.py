@@ -14,8 +14,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .common import AUTH_MESSAGES
 
-API_KEY = 10
-VERSIONS = (0, 6)
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 # Errors.INVALID_REQUEST.message(): the exception's default text

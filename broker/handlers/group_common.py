@@ -1,5 +1,5 @@
 """Helpers shared by the group/offset handlers (offset_commit, join_group, sync_group,
-txn_offset_commit, ...). Not an API module: it defines no API_KEY."""
+txn_offset_commit, ...). Not an API module (not in handlers.APIS)."""
 from __future__ import annotations
 
 import time

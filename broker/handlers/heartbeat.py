@@ -3,9 +3,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .group_common import coordinator, now_ms
 
-API_KEY = 12
-VERSIONS = (0, 4)
-
 
 async def handle(conn, header, req):
     if not conn.authorize(acl.READ, acl.GROUP, req.group_id):

@@ -4,9 +4,6 @@ changes Python log levels (:mod:`.loggers`)."""
 from . import alter_configs_common as ac
 from . import loggers
 
-API_KEY = 44
-VERSIONS = (0, 1)
-
 
 async def handle(conn, header, req):
     broker = conn.broker

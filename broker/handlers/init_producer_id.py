@@ -7,10 +7,6 @@ from minikafka.coordinator.transaction.coordinator import TxnError
 from ..security import authorizer as acl
 from .common import fenced_error
 
-API_KEY = 22
-VERSIONS = (0, 5)
-UNSTABLE_VERSIONS = (0, 6)
-
 
 def _error(code, version: int) -> dict:
     return {"throttle_time_ms": 0, "error_code": fenced_error(code, version, 4), "producer_id": -1, "producer_epoch": -1,

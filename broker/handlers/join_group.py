@@ -8,9 +8,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .group_common import client_host, coordinator, now_ms, wait_for
 
-API_KEY = 11
-VERSIONS = (0, 9)
-
 
 async def handle(conn, header, req):
     v = header.api_version

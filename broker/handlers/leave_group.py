@@ -5,9 +5,6 @@ from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from .group_common import coordinator, now_ms
 
-API_KEY = 13
-VERSIONS = (0, 5)
-
 
 async def handle(conn, header, req):
     v = header.api_version

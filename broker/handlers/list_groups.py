@@ -2,9 +2,6 @@
 from .group_common import coordinator
 from ..security import authorizer as acl
 
-API_KEY = 16
-VERSIONS = (0, 5)
-
 
 async def handle(conn, header, req):
     v = header.api_version

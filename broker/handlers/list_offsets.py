@@ -13,8 +13,6 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 from .common import check_leader_epoch
 
-API_KEY = 2
-VERSIONS = (1, 10)
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 CONSUMER = -1  # replica_id of a consumer; -2 (a debugging consumer) and brokers read up to the log end

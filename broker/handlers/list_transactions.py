@@ -6,8 +6,6 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction import TxnState
 from ..security import authorizer as acl
 
-API_KEY = 66
-VERSIONS = (0, 2)
 
 KNOWN_STATES = {s.display for s in TxnState}
 

@@ -5,9 +5,6 @@ from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS, topic_name_error
 
-API_KEY = 3
-VERSIONS = (0, 12)
-
 
 def topic_entry(broker, info, ops=NO_AUTH_OPS):
     parts = [{

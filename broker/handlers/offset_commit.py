@@ -10,10 +10,6 @@ from .common import resolve_topic
 from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
-API_KEY = 8
-VERSIONS = (2, 9)
-UNSTABLE_VERSIONS = (2, 10)
-
 
 async def handle(conn, header, req):
     v = header.api_version

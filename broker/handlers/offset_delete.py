@@ -6,9 +6,6 @@ from minikafka.protocol.errors import ErrorCode
 from .group_common import coordinator, merge_by_topic_name, now_ms, partition_exists
 from ..security import authorizer as acl
 
-API_KEY = 47
-VERSIONS = (0, 0)
-
 
 async def handle(conn, header, req):
     broker = conn.broker

@@ -10,10 +10,6 @@ from .common import resolve_topic
 from ..security import authorizer as acl
 from .group_common import coordinator, topic_id_of
 
-API_KEY = 9
-VERSIONS = (1, 9)
-UNSTABLE_VERSIONS = (1, 10)
-
 
 def _fetch_group(conn, group_id, topics, require_stable, by_id, member_id=None, member_epoch=-1):
     """(group error, [ {name, topic_id, partitions:[...]} ])"""

@@ -8,9 +8,6 @@ from minikafka.protocol.errors import ErrorCode, KafkaError
 from .common import check_leader_epoch
 from ..security import authorizer as acl
 
-API_KEY = 23
-VERSIONS = (2, 4)
-
 
 async def handle(conn, header, req):
     broker = conn.broker

@@ -10,8 +10,6 @@ from ..broker import TransactionVerificationError
 from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from .common import CloseConnection, resolve_topic
 
-API_KEY = 0
-VERSIONS = (0, 13)
 FIRST_SERVED_VERSION = 3  # Kafka 4.0 removed 0-2 (KIP-896) but still advertises them
 MIXED_PRODUCERS = "Transactional records contained more than one producer ID"
 

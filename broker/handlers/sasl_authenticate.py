@@ -2,9 +2,6 @@
 KafkaApis.handleSaslAuthenticateRequest does outside a SASL exchange."""
 from minikafka.protocol.errors import ErrorCode
 
-API_KEY = 36
-VERSIONS = (0, 2)
-
 
 async def handle(conn, header, req):
     return {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE),

@@ -4,9 +4,6 @@ reaches KafkaApis.handleSaslHandshakeRequest, which answers ILLEGAL_SASL_STATE
 with no mechanisms; so do we."""
 from minikafka.protocol.errors import ErrorCode
 
-API_KEY = 17
-VERSIONS = (0, 1)
-
 
 async def handle(conn, header, req):
     return {"error_code": int(ErrorCode.ILLEGAL_SASL_STATE), "mechanisms": []}

@@ -13,8 +13,6 @@ from minikafka.coordinator.group import OffsetValue
 from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
-API_KEY = 28
-VERSIONS = (0, 5)
 ADDS_PARTITION = 5  # Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation: ADD_PARTITION
 
 

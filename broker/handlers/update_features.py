@@ -6,9 +6,6 @@ from minikafka.broker.features import UPGRADE, FeatureUpdate
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 
-API_KEY = 57
-VERSIONS = (0, 2)
-
 
 async def handle(conn, header, req):
     v = header.api_version

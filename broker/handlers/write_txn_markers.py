@@ -12,9 +12,6 @@ partition's epoch for that producer.
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
 
-API_KEY = 27
-VERSIONS = (1, 1)  # as Kafka 4.x: v0 was removed (KIP-896), v2 (KIP-1228) is newer than 4.1
-
 
 async def handle(conn, header, req):
     broker = conn.broker
