@@ -71,6 +71,15 @@ class FrameReader:
     async def read_frame(self) -> bytes | None:
         """The next frame's bytes; None on a clean EOF between frames."""
         await trio.lowlevel.checkpoint_if_cancelled()  # (reads that find data do not check)
+        if not self.buf:
+            # nothing buffered (a client waiting for each answer): the read nearly always
+            # brings exactly one whole frame, returned without going through the buffer
+            chunk = await self._receive(65536)
+            if not chunk:
+                return None
+            if len(chunk) >= 4 and _SIZE.unpack_from(chunk, 0)[0] == len(chunk) - 4 <= self.max_size:
+                return chunk[4:]
+            self.buf += chunk
         if not await self._fill(4):
             if self.buf:
                 raise ProtocolViolation("connection closed inside a frame size")
@@ -362,6 +371,8 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return True
 
 
+_HAVE_SENDFILE = hasattr(os, "sendfile")
+
 # a sendfile failing with one of these means the socket or file cannot splice: read instead
 _NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP}
 
@@ -381,17 +392,27 @@ async def send_response(stream, parts: list) -> None:
             await _send_through(stream, parts)
         return
     sock = stream.socket
-    if not hasattr(os, "sendfile"):
+    if not _HAVE_SENDFILE:
         for part in parts:  # no sendfile on this platform: each slice read and written as it is
             await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)
         return
     fd = sock.fileno()
     await trio.lowlevel.checkpoint_if_cancelled()
-    for part in parts:
-        if isinstance(part, FileSlice):
-            await _send_slice(sock, fd, part)
-        else:
-            await _write_all(sock, fd, memoryview(part))
+    if len(parts) == 1 and not isinstance(parts[0], FileSlice):
+        # the common answer, one small chunk: one write, nearly always whole
+        part = parts[0]
+        try:
+            n = os.write(fd, part)
+        except BlockingIOError:
+            n = 0
+        if n < len(part):
+            await _write_all(sock, fd, memoryview(part)[n:])
+    else:
+        for part in parts:
+            if isinstance(part, FileSlice):
+                await _send_slice(sock, fd, part)
+            else:
+                await _write_all(sock, fd, memoryview(part))
     await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
 
 

@@ -103,6 +103,12 @@ def _by_partition(req, by_id: bool) -> list[tuple[dict, dict]]:
     return list(topics.values())
 
 
+def _names_several_partitions(req) -> bool:
+    """Whether the request names more than one partition (with one, there is one producer)."""
+    topics = req["topic_data"]
+    return len(topics) > 1 or (len(topics) == 1 and len(topics[0]["partition_data"]) > 1)
+
+
 def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tuple[int, int]]:
     """(producer id, epoch) of the transactional batches bound for existing partitions with
     well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
@@ -150,8 +156,8 @@ async def handle(conn, header, req):
     # transactional batches of more than one producer (id and epoch) in one request: Kafka's
     # handleProduceAppend throws InvalidPidMappingException before appending anything, and
     # every partition of the request gets it, as above. (Without a transactional first batch
-    # there is no transactional producer: the scan is skipped.)
-    if (request_error is None and transactional and not refused
+    # there is no transactional producer, with one partition only one: the scan is skipped.)
+    if (request_error is None and transactional and not refused and _names_several_partitions(req)
             and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1):
         request_error = KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
     for t, by_index in _by_partition(req, by_id):
