@@ -129,8 +129,11 @@ def nice_of(pid: int) -> int:
 def _at_nice(nice: int | None):
     """preexec_fn for a broker subprocess: run it at `nice` (the reference broker's niceness), not
     the bench's own: `nice -n 10 bench/throughput.py` must slow the clients of both brokers, never
-    one broker. Lowering niceness needs root (CAP_SYS_NICE); without it the start fails."""
-    if nice is None:
+    one broker. Lowering niceness needs root (CAP_SYS_NICE); without it the start fails.
+    None when the bench already runs at `nice` (the child inherits it): with a preexec_fn Popen
+    forks the bench, whose memory after the throughput rows is hundreds of MB, instead of
+    starting the child with vfork, and that copy was counted in the broker's ready time."""
+    if nice is None or nice == os.getpriority(os.PRIO_PROCESS, 0):
         return None
 
     def set_nice():
