@@ -398,21 +398,18 @@ async def send_response(stream, parts: list) -> None:
         return
     fd = sock.fileno()
     await trio.lowlevel.checkpoint_if_cancelled()
-    if len(parts) == 1 and not isinstance(parts[0], FileSlice):
-        # the common answer, one small chunk: one write, nearly always whole
-        part = parts[0]
+    for part in parts:
+        if isinstance(part, FileSlice):
+            await _send_slice(sock, fd, part)
+            continue
+        # a chunk (most answers are one small chunk): one write, nearly always whole; the write
+        # loop, a coroutine, only for what the socket did not take
         try:
             n = os.write(fd, part)
         except BlockingIOError:
             n = 0
         if n < len(part):
             await _write_all(sock, fd, memoryview(part)[n:])
-    else:
-        for part in parts:
-            if isinstance(part, FileSlice):
-                await _send_slice(sock, fd, part)
-            else:
-                await _write_all(sock, fd, memoryview(part))
     await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
 
 

@@ -615,6 +615,11 @@ def schema_versions(api_key: int) -> tuple[int, int]:
     return lo, hi
 
 
+def data_versions(name: str) -> tuple[int, int]:
+    lo, hi = _INDEX["data"][name]["versions"]
+    return lo, hi
+
+
 @functools.lru_cache(maxsize=None)
 def message(api_key: int, kind: str, version: int) -> KStruct:
     """The construct object for one API's request or response body at `version`."""

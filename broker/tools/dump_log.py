@@ -159,7 +159,7 @@ class OffsetsParser:
     # share coordinator's ShareSnapshot/ShareUpdate live in __share_group_state)
     KEYS = {t: name for name in schema.DATA_NAMES
             if name.endswith("Key") and name not in ("TransactionLogKey", "ShareSnapshotKey", "ShareUpdateKey")
-            for t in range(schema.data_spec(name)["versions"][0], schema.data_spec(name)["versions"][1] + 1)}
+            for lo, hi in [schema.data_versions(name)] for t in range(lo, hi + 1)}
 
     def parse(self, r: rec.Record) -> tuple[str | None, str | None]:
         if r.key is None:
@@ -176,7 +176,7 @@ class OffsetsParser:
                 return key, "<DELETE>"
             value_name = key_name[:-len("Key")] + "Value"
             (version,) = struct.unpack_from(">h", r.value, 0)
-            lo, hi = schema.data_spec(value_name)["versions"]
+            lo, hi = schema.data_versions(value_name)
             if not lo <= version <= hi:
                 raise ValueError(f"Unknown version {version} of {value_name}")
             v, _ = schema.parse(schema.data_message(value_name, version), r.value[2:])
@@ -197,7 +197,7 @@ def _decode_member_bytes(member: dict, field: str, data: bytes | None, message: 
         return
     try:
         (version,) = struct.unpack_from(">h", data, 0)
-        lo, hi = schema.data_spec(message)["versions"]
+        lo, hi = schema.data_versions(message)
         if not lo <= version <= hi:
             return
         parsed, _ = schema.parse(schema.data_message(message, version), data[2:])
