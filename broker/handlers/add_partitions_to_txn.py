@@ -1,7 +1,9 @@
 """AddPartitionsToTxn (24): v0-3 one transaction from a client; v4+ batched, possibly
 verify-only (the question a partition leader asks before a transactional append). v4+
 records client transaction version 2 with the transition, older versions 0 (Kafka's
-transactionVersionForAddPartitionsToTxn)."""
+transactionVersionForAddPartitionsToTxn). The decoded request is read by subscript: an attribute
+of a decoded message costs about ten times as much, and a client's AddPartitionsToTxn comes once
+a transaction."""
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction.coordinator import TxnError
 from ..security import authorizer as acl
@@ -13,10 +15,6 @@ def _result_topics(parts: dict):
     for (topic, p), code in parts.items():
         topics.setdefault(topic, []).append({"partition_index": p, "partition_error_code": int(code)})
     return [{"name": t, "results_by_partition": r} for t, r in topics.items()]
-
-
-# (the decoded request is read by subscript: an attribute of a decoded message costs about ten
-# times as much, and a client's AddPartitionsToTxn comes once a transaction)
 
 
 def _one(conn, tid, pid, epoch, topics, verify_only, version):
