@@ -1,8 +1,7 @@
 """DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
-import time
-
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
+from ..broker import now_ms
 from ..security import authorizer as acl
 
 
@@ -51,7 +50,7 @@ async def handle(conn, header, req):
             res["topic_id"] = info.topic_id
             broker.logs.delete_topic(name)
             # Kafka's group coordinator then tombstones the topic's committed offsets
-            broker.group_coordinator.on_topic_deleted(name, int(time.time() * 1000))
+            broker.group_coordinator.on_topic_deleted(name, now_ms())
             broker.notify_data()
         except KafkaError as e:
             res.update(error_code=e.code, error_message=e.message)

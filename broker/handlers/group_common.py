@@ -2,16 +2,10 @@
 txn_offset_commit, ...). Not an API module (not in handlers.APIS)."""
 from __future__ import annotations
 
-import time
-
 import trio
 
-
 from minikafka.coordinator.group.consumer_coordinator import GROUP_AUTHORIZED_OPS  # noqa: F401
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+from ..broker import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
 
 
 def coordinator(conn):
