@@ -33,6 +33,8 @@ Rows (key: what):
   consume      consume read_uncommitted, the acks=1 topic             rec/s
   txnconsume   consume read_uncommitted, a topic of 10,000 transactions (10 producers interleaved)
   committed    consume read_committed, the same topic                 rec/s
+               (measured with txnconsume, one right after the other in each run: rc/ru, the
+               median of each run's read_committed rate over its read_uncommitted rate)
   commit1, commit10, commit100
                N transactional producers (up to 4 worker processes, a thread per producer)
                committing 10-record transactions to a 10-partition topic (producer i to partition
@@ -93,13 +95,20 @@ METRICS = {
     "p99_ms": ("p99 ms", False, "{:,.2f}"),
     "ready_s": ("s (median)", False, "{:.3f}"),
     "rss_mb": ("MB", False, "{:,.1f}"),
+    "rc_ru": ("rc/ru", True, "{:.2f}"),
 }
+
+# Rows measured together, one right after the other on the same broker in each run (the order
+# alternating): read_committed against read_uncommitted of the same topic is a ratio of two
+# rows, and measured a minute apart it moved with the machine (0.76-1.06 over five runs).
+# rc/ru is each run's ratio, the median shown under the committed row.
+PAIRED = {"txnconsume": "committed"}
 
 # what each row shows (each the median of the runs)
 # (records are --size bytes: MB/s and the other figures are in --json)
 ROW_METRICS = {
     "acks1": ["rate"], "idempotent": ["rate"], "txn10": ["commits_s"], "txn1000": ["rate"],
-    "consume": ["rate"], "txnconsume": ["rate"], "committed": ["rate"],
+    "consume": ["rate"], "txnconsume": ["rate"], "committed": ["rate", "rc_ru"],
     "commit1": ["commits_s", "p50_ms", "p99_ms"], "commit10": ["commits_s", "p50_ms", "p99_ms"],
     "commit100": ["commits_s", "p50_ms", "p99_ms"], "produce1000": ["rate"], "fetch1000": ["rate"],
     "ready": ["ready_s"], "idlerss": ["rss_mb"], "loadedrss": ["rss_mb"],
@@ -216,9 +225,29 @@ def measure(row: str, s: Side, args) -> dict:
     raise AssertionError(row)
 
 
+def measure_once(row: str, s: Side, args) -> dict:
+    """`measure` with the broker's CPU time of the run; any failure loses the row."""
+    try:
+        prepare(row, s)
+        pid = getattr(s.broker, "pid", None)
+        cpu0 = cpu_seconds(pid) if pid else None
+        r = measure(row, s, args)
+        if pid and r.get("broker_cpu_s") is None:
+            r["broker_cpu_s"] = cpu_seconds(pid) - cpu0
+        return r
+    except Exception as e:  # noqa: BLE001
+        raise RowLost(row, s.name, f"{type(e).__name__}: {e or '(no detail)'}") from e
+
+
+def pair_of(row: str, rows: list[str]) -> str | None:
+    """The row that `row` is measured together with, when both are selected."""
+    return next((a for a, b in PAIRED.items() if b == row and a in rows), None)
+
+
 def median_run(row: str, runs: list[dict]) -> dict:
-    """What the table shows of a row's runs on one broker: the median of each figure."""
-    out = {m: statistics.median(r[m] for r in runs) for m in ROW_METRICS[row]}
+    """What the table shows of a row's runs on one broker: the median of each figure (a figure
+    only some runs have, such as rc/ru when its pair was not measured, is left out)."""
+    out = {m: statistics.median(r[m] for r in runs) for m in ROW_METRICS[row] if all(m in r for r in runs)}
     counts = [r["records"] for r in runs]
     out["records"] = counts[0] if len(set(counts)) == 1 else int(statistics.median(counts))
     cpu = [r["broker_cpu_s"] for r in runs if r.get("broker_cpu_s") is not None]
@@ -284,11 +313,13 @@ def render(rows_done: dict, sides: list[str], header: list[str]) -> str:
         if row not in rows_done:
             continue
         res = rows_done[row]
-        for i, m in enumerate(ROW_METRICS[row]):
+        for i, m in enumerate(m for m in ROW_METRICS[row] if all(m in res[sd] for sd in sides)):
             unit, higher, f = METRICS[m]
             vals = [res[sd][m] for sd in sides]
             cells = [LABELS[row] if i == 0 else "", unit] + [f.format(v) for v in vals]
-            if len(sides) == 2:
+            if len(sides) == 2 and m == "rc_ru":
+                cells.append("")  # each broker's own ratio: nothing to compare them by
+            elif len(sides) == 2:
                 mk, ref = vals
                 ratio = (mk / ref if higher else ref / mk) if (mk and ref) else float("nan")
                 cells.append(f"{ratio:.2f}x")
@@ -389,28 +420,28 @@ def main() -> int:
                 warm_up(s, args)
                 print(f"  warmed up {name} in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
         for row in rows:
-            if row in ("ready", "idlerss", "loadedrss"):
+            if row in ("ready", "idlerss", "loadedrss") or row in PAIRED.values() and pair_of(row, rows):
                 continue
-            results[row], samples[row] = {}, {n: [] for n in names}
+            group = [row] + ([PAIRED[row]] if row in PAIRED and PAIRED[row] in rows else [])
+            for g in group:
+                samples[g] = {n: [] for n in names}
             for run in range(max(args.runs, args.quick_runs) if row in QUICK_ROWS else args.runs):
                 for name in (names if run % 2 == 0 else names[::-1]):
-                    current = row
-                    try:
-                        prepare(row, sides[name])
-                        pid = getattr(sides[name].broker, "pid", None)
-                        cpu0 = cpu_seconds(pid) if pid else None
-                        r = measure(row, sides[name], args)
-                        if pid and r.get("broker_cpu_s") is None:
-                            r["broker_cpu_s"] = cpu_seconds(pid) - cpu0
-                    except Exception as e:  # noqa: BLE001 (any failure loses the row)
-                        raise RowLost(row, name, f"{type(e).__name__}: {e or '(no detail)'}") from e
-                    samples[row][name].append(r)
-                    print(f"  {row:<12} {name:<9} run {run + 1}: " + ", ".join(
-                        f"{METRICS[m][2].format(r[m])} {METRICS[m][0]}" for m in ROW_METRICS[row])
-                          + (f", broker CPU {r['broker_cpu_s']:.2f} s" if r.get("broker_cpu_s") is not None else "")
-                          + (f", clients' CPU {r['client_cpu_s']:.2f} s" if "client_cpu_s" in r else "")
-                          + f" ({fmt_records(r['records'])} records, load {loadavg()})", file=sys.stderr, flush=True)
-            results[row] = {n: median_run(row, samples[row][n]) for n in names}
+                    done = {}
+                    for g in (group if run % 4 < 2 else group[::-1]):
+                        current = g
+                        done[g] = measure_once(g, sides[name], args)
+                    if len(done) == 2 and "committed" in done:
+                        done["committed"]["rc_ru"] = done["committed"]["rate"] / done["txnconsume"]["rate"]
+                    for g, r in done.items():
+                        samples[g][name].append(r)
+                        print(f"  {g:<12} {name:<9} run {run + 1}: " + ", ".join(
+                            f"{METRICS[m][2].format(r[m])} {METRICS[m][0]}" for m in ROW_METRICS[g] if m in r)
+                              + (f", broker CPU {r['broker_cpu_s']:.2f} s" if r.get("broker_cpu_s") is not None else "")
+                              + (f", clients' CPU {r['client_cpu_s']:.2f} s" if "client_cpu_s" in r else "")
+                              + f" ({fmt_records(r['records'])} records, load {loadavg()})", file=sys.stderr, flush=True)
+            for g in group:
+                results[g] = {n: median_run(g, samples[g][n]) for n in names}
             if row == "commit100" and "loadedrss" in rows:
                 results["loadedrss"] = {n: {"rss_mb": max(x["peak_rss_mb"] for x in samples[row][n]),
                                             "records": "peak"} for n in names}
