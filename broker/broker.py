@@ -403,7 +403,7 @@ class Broker:
     def ensure_coordinator_topic(self, key_type: int) -> None:
         self.ensure_internal_topic(OFFSETS_TOPIC if key_type == 0 else TRANSACTION_TOPIC)
 
-    async def append_records(self, lg, records: bytes, transactional_id: str | None = None,
+    async def append_records(self, lg, records, transactional_id: str | None = None,
                              produce_version: int = PRODUCE_VERSION_ADD_PARTITION - 1):
         """A client produce to one partition (Kafka's ReplicaManager.handleProduceAppend).
 
@@ -429,7 +429,7 @@ class Broker:
                     raise
             await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
 
-    def _checked_append(self, lg, records: bytes, transactional_id: str | None, produce_version: int):
+    def _checked_append(self, lg, records, transactional_id: str | None, produce_version: int):
         if self.config["transaction.partition.verification.enable"] and len(records) >= rec.HEADER_SIZE:
             h = rec.parse_header(records, 0)
             if h.is_transactional and h.producer_id >= 0:

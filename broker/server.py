@@ -39,10 +39,17 @@ class FrameReader:
     """Reads size-prefixed frames from a trio stream with one growing buffer. A plaintext
     socket is read with plain non-blocking syscalls, waiting only when it is empty (trio's
     stream adds two task switches a read; the connection loop yields once a request, after
-    its answer). A large frame on it is received straight into a buffer of its own: produce
-    payloads are copied once by Python, not three times (buffer, slice, bytes)."""
+    its answer).
 
-    DIRECT_MIN = 65536  # frames this large whose rest is not buffered yet: recv_into their own buffer
+    A large frame is received straight into a buffer of its own. A Produce request's is
+    handed over as a read-only view of that buffer, which the reader never touches again:
+    its records reach the log without being copied by Python on the way (the codec's
+    records are views of the frame, see protocol/schema.py). Any other frame is ``bytes``: a
+    small one is copied out of the shared buffer, which the next reads reuse; a large one
+    out of its own, as the many small fields of other requests decode faster from bytes
+    than from a view (OffsetCommit of 5,000 partitions: 2.29 ms from bytes, 2.48 from a view)."""
+
+    DIRECT_MIN = 65536  # frames this large whose rest is not buffered yet: received into their own buffer
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_size: int):
         self.stream = stream
@@ -68,8 +75,9 @@ class FrameReader:
             self.buf += chunk
         return True
 
-    async def read_frame(self) -> bytes | None:
-        """The next frame's bytes; None on a clean EOF between frames."""
+    async def read_frame(self) -> bytes | memoryview | None:
+        """The next frame's bytes (bytes, or a read-only view of a buffer of its own that
+        nothing changes); None on a clean EOF between frames."""
         await trio.lowlevel.checkpoint_if_cancelled()  # (reads that find data do not check)
         if not self.buf:
             # nothing buffered (a client waiting for each answer): the read nearly always
@@ -89,7 +97,7 @@ class FrameReader:
             # Kafka: InvalidReceiveException, the connection is closed
             raise ProtocolViolation(f"invalid request size {size} (socket.request.max.bytes={self.max_size})")
         end = 4 + size
-        if len(self.buf) < end and size >= self.DIRECT_MIN and self._sock is not None:
+        if len(self.buf) < end and size >= self.DIRECT_MIN:
             return await self._receive_rest(size)
         if not await self._fill(end):
             raise ProtocolViolation("connection closed inside a frame")
@@ -98,24 +106,33 @@ class FrameReader:
         del self.buf[:end]
         return frame
 
-    async def _receive_rest(self, size: int) -> bytes:
+    async def _receive_rest(self, size: int) -> bytes | memoryview:
         """The frame whose first bytes are buffered (nothing beyond it is: the buffer is
-        shorter than the frame), its rest received into the frame's own buffer."""
+        shorter than the frame), its rest received into the frame's own buffer (a socket:
+        straight from the kernel; another stream, TLS: asking for no more than the frame's
+        rest). A Produce frame's buffer is handed over read-only: nothing writes to it again."""
         frame = bytearray(size)
         have = len(self.buf) - 4
         frame[:have] = memoryview(self.buf)[4:]
         self.buf.clear()
         with memoryview(frame) as view:
             while have < size:
-                try:
-                    n = os.readv(self._fd, [view[have:]])
-                except BlockingIOError:
-                    await trio.lowlevel.wait_readable(self._sock)
-                    continue
+                if self._sock is None:
+                    chunk = await self.stream.receive_some(size - have)
+                    n = len(chunk)
+                    view[have:have + n] = chunk
+                else:
+                    try:
+                        n = os.readv(self._fd, [view[have:]])
+                    except BlockingIOError:
+                        await trio.lowlevel.wait_readable(self._sock)
+                        continue
                 if not n:
                     raise ProtocolViolation("connection closed inside a frame")
                 have += n
-        return bytes(frame)
+        if frame[0] or frame[1]:  # the api key (int16) is not Produce's, 0
+            return bytes(frame)
+        return memoryview(frame).toreadonly()
 
 
 class ProtocolViolation(Exception):
@@ -302,8 +319,8 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
         if frame is None:
             return False
         if server is not None and handshake_version == 0:
-            try:  # an unframed token
-                challenge = server.evaluate(frame)
+            try:  # an unframed token (the mechanisms decode bytes; a large one read as Produce's is a view)
+                challenge = server.evaluate(bytes(frame))
             except (AuthenticationFailed, MalformedToken) as e:
                 failed_authentication(conn, f"Authentication failed during authentication due to invalid "
                                             f"credentials with SASL mechanism {mechanism}: {e}")
@@ -465,7 +482,7 @@ async def _send_slice(sock, fd: int, s: FileSlice) -> None:
         remaining -= n
 
 
-async def dispatch(conn: Connection, frame: bytes) -> list | None:
+async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     broker = conn.broker
     try:
         api_key, version, corr = schema.peek_request_header(frame)

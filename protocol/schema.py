@@ -17,6 +17,15 @@ present after decoding: fields that the version lacks get their default, so
 handlers never branch on versions just to read. Encoding takes plain dicts; a
 missing key is written as the field's default and fields the version lacks are
 skipped, so a handler can build one response for all versions.
+
+A request's ``records`` (Produce's record batches, the only records in a request) are
+decoded as a read-only memoryview of the frame, not copied out of it: a megabyte batch
+reaches the log, which copies it into a buffer of its own anyway, without another copy.
+That is safe because such a frame does not change: it is a bytes object, or a read-only
+view of a buffer nobody writes to any more (the server's FrameReader hands a large
+Produce frame over so). A writable frame (a bytearray) has its records copied, as every
+other bytes field of every message always is: those stay ``bytes``, as they are hashed,
+compared and kept in group and coordinator state.
 """
 from __future__ import annotations
 
@@ -113,11 +122,12 @@ class KString(Construct):
 
 
 class KBytes(Construct):
-    """bytes / records: int32 length (classic) or uvarint length+1 (compact); null = -1 / 0."""
+    """bytes / records: int32 length (classic) or uvarint length+1 (compact); null = -1 / 0.
+    ``view``: decoded as a read-only view of an immutable frame (a request's records), not copied."""
 
-    def __init__(self, compact: bool, nullable: bool):
+    def __init__(self, compact: bool, nullable: bool, view: bool = False):
         super().__init__()
-        self.compact, self.nullable = compact, nullable
+        self.compact, self.nullable, self.view = compact, nullable, view
 
 
 class KUuid(Construct):
@@ -295,7 +305,15 @@ def _emit_decode(src: _Source, ind: int, con, target: str) -> None:
         src.emit(ind + 1, "end = pos + n")
         src.emit(ind + 1, "if end > len(buf):")
         src.emit(ind + 2, "raise SchemaError(f'truncated: wanted {n} bytes, {len(buf) - pos} left')")
-        src.emit(ind + 1, f"{target} = " + ("str(buf[pos:end], 'utf-8')" if string else "bytes(buf[pos:end])"))
+        if string:
+            src.emit(ind + 1, f"{target} = str(buf[pos:end], 'utf-8')")
+        elif con.view:
+            # a view of a frame that never changes (bytes, a read-only view); a writable one is copied
+            m = src.fresh("m")
+            src.emit(ind + 1, f"{m} = memoryview(buf)[pos:end]")
+            src.emit(ind + 1, f"{target} = {m} if {m}.readonly else bytes({m})")
+        else:
+            src.emit(ind + 1, f"{target} = bytes(buf[pos:end])")
         src.emit(ind + 1, "pos = end")
     elif isinstance(con, KUuid):
         src.emit(ind, "if pos + 16 > len(buf):")
@@ -549,50 +567,51 @@ def _default(c: dict, version: int):
     raise ValueError(f"unknown type {t}")
 
 
-def _type_con(c: dict, version: int, flexible: bool) -> Construct:
+def _type_con(c: dict, version: int, flexible: bool, views: bool) -> Construct:
     t = c["t"]
     compact = flexible and not ("fv" in c and not _in(version, c["fv"]))
     nullable = _in(version, c.get("nv"))
     if t == "struct":
-        inner = build_struct(c["f"], version, flexible)
+        inner = build_struct(c["f"], version, flexible, views)
         return NullableStruct(inner) if nullable else inner
     if t == "[]struct":
-        return KArray(build_struct(c["f"], version, flexible), compact, nullable)
+        return KArray(build_struct(c["f"], version, flexible, views), compact, nullable)
     if t.startswith("[]"):
-        return KArray(_type_con({"t": t[2:]}, version, flexible), compact, nullable)
+        return KArray(_type_con({"t": t[2:]}, version, flexible, views), compact, nullable)
     if t == "string":
         return KString(compact, nullable)
     if t in ("bytes", "records"):
-        return KBytes(compact, nullable)
+        return KBytes(compact, nullable, view=views and t == "records")
     if t == "uuid":
         return KUuid()
     return _PRIMITIVES[t]
 
 
-def _field(c: dict, version: int, flexible: bool, tag=None) -> Field:
-    con = _type_con(c, version, flexible) if (_in(version, c["v"]) or tag is not None) else None
+def _field(c: dict, version: int, flexible: bool, views: bool, tag=None) -> Field:
+    con = _type_con(c, version, flexible, views) if (_in(version, c["v"]) or tag is not None) else None
     if c["t"] == "struct":
         # a nullable struct defaulting to null ("default": "null", or JSON null as in
         # ConsumerGroupMemberMetadataValue's tagged ClassicMemberMetadata): absent means None
         if _in(version, c.get("nv")) and "d" in c and c["d"] in ("null", None):
             default = None
         else:
-            inner = build_struct(c["f"], version, flexible)
+            inner = build_struct(c["f"], version, flexible, views)
             default = inner.default_value
     else:
         default = _default(c, version)
     return Field(c["n"], con, default, tag, nullable=_in(version, c.get("nv")))
 
 
-def build_struct(fields: list[dict], version: int, flexible: bool) -> KStruct:
+def build_struct(fields: list[dict], version: int, flexible: bool, views: bool = False) -> KStruct:
+    """``views``: its ``records`` fields are decoded as views of the frame (requests only)."""
     pos, tagged, absent = [], [], []
     for c in fields:
         if flexible and _in(version, c.get("tv")):
-            tagged.append(_field(c, version, flexible, tag=c["tag"]))
+            tagged.append(_field(c, version, flexible, views, tag=c["tag"]))
         elif _in(version, c["v"]):
-            pos.append(_field(c, version, flexible))
+            pos.append(_field(c, version, flexible, views))
         else:
-            absent.append(_field(c, version, flexible))
+            absent.append(_field(c, version, flexible, views))
     return KStruct(pos, tagged if flexible else None, absent)
 
 
@@ -624,7 +643,7 @@ def data_versions(name: str) -> tuple[int, int]:
 def message(api_key: int, kind: str, version: int) -> KStruct:
     """The construct object for one API's request or response body at `version`."""
     layout = _layout(api_key, kind, version)
-    return build_struct(layout["fields"], version, _in(version, layout["flexible"]))
+    return build_struct(layout["fields"], version, _in(version, layout["flexible"]), views=kind == "request")
 
 
 @functools.lru_cache(maxsize=None)

@@ -415,6 +415,8 @@ class UnifiedLog:
         if now_ms is None:
             now_ms = int(time.time() * 1000)
         config = self.config
+        # the log's own copy, patched below (offsets, epoch, timestamps) and written: the caller's
+        # records are never changed (a Produce request's are a read-only view of its frame)
         buf = bytearray(records)
         if not buf:
             raise KafkaError(ErrorCode.INVALID_RECORD,

@@ -57,3 +57,53 @@ def test_kafka_python_decodes_our_metadata_response():
         resp = MetadataResponse[v].decode(payload[5:] if v >= 9 else payload[4:])
         topics = resp.topics
         assert topics[0].name == "t" if hasattr(topics[0], "name") else topics[0][1] == "t"
+
+
+def _produce_frame(records: bytes) -> bytes:
+    """A Produce v9 request frame (no size prefix) carrying ``records`` for one partition."""
+    return schema.encode_request(0, 9, 1, "c", {"transactional_id": None, "acks": 1, "timeout_ms": 1000,
+                                                "topic_data": [{"name": "t", "partition_data": [
+                                                    {"index": 0, "records": records}]}]})[4:]
+
+
+def _records(frame):
+    return schema.decode_request(frame)[1]["topic_data"][0]["partition_data"][0]["records"]
+
+
+def test_produce_records_are_a_view_of_an_unchanging_frame():
+    """A request's records are not copied out of a frame that does not change (bytes, or the
+    FrameReader's read-only view of a buffer of its own): the view is read-only."""
+    batch = bytes(range(256)) * 4
+    frame = _produce_frame(batch)
+    records = _records(frame)
+    assert isinstance(records, memoryview) and records.readonly and records.obj is frame
+    assert records == batch
+    owner = bytearray(frame)
+    records = _records(memoryview(owner).toreadonly())
+    assert isinstance(records, memoryview) and records.readonly and records.obj is owner
+    assert records == batch
+
+
+def test_produce_records_of_a_writable_frame_are_copied():
+    """A writable frame may be reused by its owner: its records are bytes of their own."""
+    batch = bytes(range(256)) * 4
+    owner = bytearray(_produce_frame(batch))
+    records = _records(owner)
+    assert type(records) is bytes
+    owner[:] = bytes(len(owner))
+    assert records == batch
+
+
+def test_other_bytes_fields_and_response_records_stay_bytes():
+    """Only a request's records are views: every other bytes field (hashed, compared, kept in
+    coordinator state) and the records of a decoded response are bytes."""
+    frame = schema.encode_request(36, 2, 1, "c", {"auth_bytes": b"\x00user\x00secret"})[4:]
+    assert type(schema.decode_request(frame)[1]["auth_bytes"]) is bytes
+    frame = schema.encode_request(11, 9, 1, "c", {
+        "group_id": "g", "session_timeout_ms": 10, "rebalance_timeout_ms": 10, "member_id": "",
+        "group_instance_id": None, "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\x00\x01meta"}]})[4:]
+    assert type(schema.decode_request(frame)[1]["protocols"][0]["metadata"]) is bytes
+    body = {"responses": [{"topic": "t", "partitions": [{"partition_index": 0, "records": b"\x01" * 70}]}]}
+    _, back = schema.decode_response(1, 12, schema.encode_response(1, 12, 5, body)[4:])
+    assert type(back["responses"][0]["partitions"][0]["records"]) is bytes

@@ -394,3 +394,20 @@ def test_flush_messages_without_a_broker_flushes_in_append(tmp_path):
     assert not log.append(batch(n=1)).flush_needed and log.recovery_point == 0
     assert not log.append(batch(n=1)).flush_needed and log.recovery_point == 2
     log.close()
+
+
+def test_append_copies_the_records_it_is_given(tmp_path):
+    """A Produce request's records are a read-only view of its frame: the log assigns offsets and
+    the epoch in a copy of its own (never in the caller's buffer) and what it stores does not
+    follow later changes of that buffer."""
+    log = make_log(tmp_path)
+    log.append(batch(2))
+    sent = batch(3, key_prefix=b"x", producer_id=7, producer_epoch=0, base_sequence=0)
+    owner = bytearray(sent)
+    r = log.append(memoryview(owner).toreadonly())
+    assert (r.base_offset, r.last_offset) == (2, 4)
+    assert owner == sent
+    owner[:] = bytes(len(owner))
+    (_, _), (h, records) = read_all(log)
+    assert (h.base_offset, h.producer_id) == (2, 7)
+    assert [r.key for r in records] == [b"x0", b"x1", b"x2"]
