@@ -258,9 +258,7 @@ def _homogeneous(spec: GroupSpec) -> dict[str, dict]:
         target[mid] = old if new is None else new
     i = 0
     for mid, quota in unfilled:
-        a = target[mid]
-        if not isinstance(a, _Assignment):
-            a = target[mid] = _deep_copy(a)
+        a = _mutable(target, mid)
         for _ in range(quota):
             if i >= len(unassigned):
                 break
@@ -316,12 +314,9 @@ def _heterogeneous(spec: GroupSpec) -> dict[str, dict]:
             if not len(a[tid]):
                 a.remove(tid)
             sizes[was] -= 1
-        a = _mutable(target, members[to])
         n, k = spec.partitions[tid], len(subscribers[tid])
-        a.topics.compute_if_absent(tid)
-        if tid not in a.sets:
-            a.sets[tid] = JavaHash.sized(int_hash, int((n + k - 1) // k / 0.75 + 1))
-        a.sets[tid].add(p)
+        # a topic's new set is sized for its share: ceil(partitions / subscribers) / 0.75 + 1
+        _mutable(target, members[to]).add(tid, p, _table_size_for(int((n + k - 1) // k / 0.75 + 1)))
         owners[tid][p] = to
         sizes[to] += 1
 
@@ -442,9 +437,6 @@ class _Assignment:
         self.topics = topics
         self.sets = sets
 
-    def __contains__(self, tid) -> bool:
-        return tid in self.topics
-
     def __getitem__(self, tid) -> JavaHash:
         return self.sets[tid]
 
@@ -452,11 +444,11 @@ class _Assignment:
         self.topics.remove(tid)
         self.sets.pop(tid, None)
 
-    def add(self, tid, p: int) -> None:
-        """computeIfAbsent(topic, new HashSet<>()).add(partition)."""
+    def add(self, tid, p: int, capacity: int = 16) -> None:
+        """computeIfAbsent(topic, new HashSet<>(capacity)).add(partition)."""
         self.topics.compute_if_absent(tid)
         if tid not in self.sets:
-            self.sets[tid] = JavaHash(int_hash)
+            self.sets[tid] = JavaHash(int_hash, capacity)
         self.sets[tid].add(p)
 
 
@@ -471,6 +463,8 @@ def _deep_copy(a: dict) -> _Assignment:
 
 
 def _mutable(target: dict, mid: str) -> _Assignment:
+    """The member's assignment to change: the assignor's input is immutable, so the first change
+    copies it (AssignorHelpers.isImmutableMap, deepCopyAssignment)."""
     a = target[mid]
     if not isinstance(a, _Assignment):
         a = target[mid] = _deep_copy(a)
