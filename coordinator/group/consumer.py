@@ -1,14 +1,18 @@
 """KIP-848 consumer groups: members, epochs, server-side assignment and
 reconciliation (Kafka's ConsumerGroup, ConsumerGroupMember, CurrentAssignmentBuilder,
-UniformAssignor, RangeAssignor). Pure data and pure functions; the coordinator
+RangeAssignor; UniformAssignor in uniform.py). Pure data and pure functions; the coordinator
 (consumer_coordinator.py) drives them and writes the records.
 
-Partitions are kept per topic id (uuid.UUID) as sets of partition numbers.
+Partitions are kept per topic id (uuid.UUID) as sets of partition numbers; a target assignment
+keeps them as lists in the order Kafka iterates them (uniform.replayed), which decides ties the
+next time the uniform assignor runs.
 """
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+
+from .uniform import GroupSpec, uniform_assign
 
 # MemberState (Kafka's org.apache.kafka.coordinator.group.modern.consumer.MemberState)
 UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS, STABLE = 0, 1, 2
@@ -107,75 +111,14 @@ class ConsumerGroupState:
 
 
 # ------------------------------------------------------------------ assignors
-def _balance(members: list[str], subs: dict[str, set], topics: dict, current: dict[str, Assignment],
-             keep_sticky: bool = True) -> dict[str, Assignment]:
-    """Balanced and sticky: members keep what they hold of their subscription, the most
-    loaded give their highest partitions to the least loaded that can take them, and
-    unassigned partitions go to the least loaded eligible member (ties: member order)."""
-    out: dict[str, Assignment] = {m: {} for m in members}
-    load = {m: 0 for m in members}
-    taken: set[tuple] = set()
-    if keep_sticky:
-        for m in members:
-            for tid, ps in (current.get(m) or {}).items():
-                if tid not in subs[m] or tid not in topics:
-                    continue
-                for p in sorted(ps):
-                    if p < topics[tid][1] and (tid, p) not in taken:
-                        out[m].setdefault(tid, set()).add(p)
-                        taken.add((tid, p))
-                        load[m] += 1
-    order = {m: i for i, m in enumerate(members)}
-    # unassigned partitions, topic by topic (by name), in partition order
-    for tid, (name, n) in sorted(topics.items(), key=lambda kv: kv[1][0]):
-        eligible = [m for m in members if tid in subs[m]]
-        if not eligible:
-            continue
-        for p in range(n):
-            if (tid, p) in taken:
-                continue
-            m = min(eligible, key=lambda x: (load[x], order[x]))
-            out[m].setdefault(tid, set()).add(p)
-            taken.add((tid, p))
-            load[m] += 1
-    # rebalance: move from the most loaded to the least loaded eligible member
-    while True:
-        moved = False
-        for src in sorted(members, key=lambda x: (-load[x], order[x])):
-            for tid in sorted(out[src], key=lambda t: topics[t][0]):
-                cands = [m for m in members if tid in subs[m] and load[m] + 1 < load[src]]
-                if not cands or not out[src][tid]:
-                    continue
-                dst = min(cands, key=lambda x: (load[x], order[x]))
-                p = max(out[src][tid])
-                out[src][tid].discard(p)
-                out[dst].setdefault(tid, set()).add(p)
-                load[src] -= 1
-                load[dst] += 1
-                moved = True
-                break
-            if moved:
-                break
-        if not moved:
-            break
-    return {m: {t: ps for t, ps in a.items() if ps} for m, a in out.items()}
-
-
-def uniform_assign(members: list[str], subs: dict[str, set], topics: dict, current: dict[str, Assignment]
-                   ) -> dict[str, Assignment]:
-    """UniformAssignor: as even as possible over every subscribed partition, sticky."""
-    return _balance(members, subs, topics, current)
-
-
-def range_assign(members: list[str], subs: dict[str, set], topics: dict, current: dict[str, Assignment]
-                 ) -> dict[str, Assignment]:
+def range_assign(spec: GroupSpec) -> dict[str, Assignment]:
     """RangeAssignor: per topic, contiguous ranges over its subscribers sorted by member id
     (the first n % k get one more)."""
-    out: dict[str, Assignment] = {m: {} for m in members}
-    for tid, (name, n) in topics.items():
-        subscribers = sorted(m for m in members if tid in subs[m])
-        if not subscribers:
-            continue
+    out: dict[str, Assignment] = {m: {} for m in spec.members}
+    topics = {tid for subs in spec.subscriptions.values() for tid in subs}
+    for tid in topics:
+        n = spec.partitions[tid]
+        subscribers = sorted(m for m in spec.members if tid in spec.subscriptions[m])
         quota, extra = divmod(n, len(subscribers))
         start = 0
         for i, m in enumerate(subscribers):
@@ -186,6 +129,7 @@ def range_assign(members: list[str], subs: dict[str, set], topics: dict, current
     return out
 
 
+# every assignor takes a GroupSpec and answers member -> {topic id: partitions}
 ASSIGNORS = {"uniform": uniform_assign, "range": range_assign}
 
 

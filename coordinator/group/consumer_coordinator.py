@@ -20,6 +20,7 @@ from .consumer import (ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_M
 from .group import Group, GroupState
 from .records import (CG_CURRENT, CG_MEMBER, CG_METADATA, CG_TARGET_MEMBER, CG_TARGET_META, cg_key, cg_value,
                       parse_cg_value, topic_partitions_field)
+from .uniform import GroupSpec, JavaHash, member_order, replayed, string_hash, topic_id_order
 
 log = logging.getLogger("minikafka.group")
 E = ErrorCode
@@ -260,7 +261,8 @@ class ConsumerGroupMixin:
             new.subscription_metadata = sub_meta
             records.append((cg_key(CG_METADATA, group_id), cg_value(CG_METADATA, {"epoch": new.group_epoch})))
         if new.group_epoch > new.assignment_epoch:
-            records += self._compute_target(g.group_id, new, topics)
+            records += self._compute_target(g.group_id, new, topics, member_id, not is_new and replaced is None,
+                                            replaced)
         # reconcile this member towards its target
         target = new.target.get(member_id, {})
         updated = reconcile(m, new.assignment_epoch, target, owned,
@@ -305,23 +307,50 @@ class ConsumerGroupMixin:
             resp["assignment"] = {"topic_partitions": topic_partitions_field(updated.assigned)}
         return resp
 
-    def _compute_target(self, group_id: str, cg: ConsumerGroupState, topics: dict) -> list:
-        """A new target assignment at the group epoch: records for changed members and the epoch."""
-        by_id = {tid: (name, n) for name, (tid, n) in topics.items()}
-        members = list(cg.members)
-        subs = {}
+    def _compute_target(self, group_id: str, cg: ConsumerGroupState, topics: dict, updated: str,
+                        existed: bool, replaced: str | None) -> list:
+        """TargetAssignmentBuilder.build: a new target assignment at the group epoch, computed
+        from the current target (not what members own); records for the members whose target
+        changed, and the epoch. `updated` is the heartbeating member (`existed`: it was a member
+        before this heartbeat), `replaced` the static member it takes over from."""
+        ids = {name: tid for name, (tid, _) in topics.items()}
+        by_name: dict[str, int] = {}
+        subscriptions, sizes = {}, {}
         for mid, m in cg.members.items():
-            subs[mid] = {topics[n][0] for n in self._member_topics(m, topics)}
-        assignor = ASSIGNORS[cg.preferred_assignor(self.config.consumer_assignors[0])]
-        relevant = {tid: v for tid, v in by_id.items() if any(tid in s for s in subs.values())}
-        result = assignor(members, subs, relevant, cg.target)
+            resolved = self._member_topics(m, topics)
+            names = list(dict.fromkeys(m.subscribed_topic_names))
+            for n in set(names) | resolved:
+                by_name.setdefault(n, 0)
+            for n in names:
+                by_name[n] += 1
+            # TopicIds: the names in their HashSet's order, then the topics only the regex gives
+            subscriptions[mid] = topic_id_order(names, ids) + [ids[n] for n in sorted(resolved - set(names))]
+            sizes[mid] = len(set(names) | resolved)
+        existing = [mid for mid in cg.members if existed or mid != updated]
+        current = {mid: _java_ordered(cg.target.get(mid, {})) for mid in cg.members}
+        spec = GroupSpec(
+            members=member_order(existing, None if existed else updated, replaced),
+            subscriptions=subscriptions, subscription_sizes=sizes,
+            # SubscriptionType: homogeneous when every subscribed name has every member by name
+            homogeneous=all(c == len(cg.members) for c in by_name.values()),
+            current=current,
+            assigned={(tid, p) for a in cg.target.values() for tid, ps in a.items() for p in ps},
+            partitions={tid: n for tid, n in topics.values()})
+        result = ASSIGNORS[cg.preferred_assignor(self.config.consumer_assignors[0])](spec)
         records = []
-        for mid in members:
-            a = result.get(mid, {})
-            if mid not in cg.target or not assignment_eq(cg.target[mid], a):
-                records.append((cg_key(CG_TARGET_MEMBER, group_id, mid),
-                                cg_value(CG_TARGET_MEMBER, {"topic_partitions": topic_partitions_field(a)})))
-        cg.target = {mid: result.get(mid, {}) for mid in members}
+        target = {}
+        for mid in spec.members:
+            a = {tid: list(ps) for tid, ps in result.get(mid, {}).items() if ps}
+            old = cg.target.get(mid)
+            if old is not None and assignment_eq(old, a):
+                target[mid] = current[mid]  # unchanged: no record, Kafka keeps its old sets
+                continue
+            # the record lists the assignor's sets in their order; Kafka's state is its replay
+            records.append((cg_key(CG_TARGET_MEMBER, group_id, mid),
+                            cg_value(CG_TARGET_MEMBER, {"topic_partitions": [
+                                {"topic_id": tid, "partitions": ps} for tid, ps in a.items()]})))
+            target[mid] = replayed(a)
+        cg.target = {mid: target[mid] for mid in cg.members}
         cg.assignment_epoch = cg.group_epoch
         records.append((cg_key(CG_TARGET_META, group_id),
                         cg_value(CG_TARGET_META, {"assignment_epoch": cg.assignment_epoch})))
@@ -481,13 +510,20 @@ class ConsumerGroupMixin:
         def tps(a):
             return [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
                     for t, ps in sorted(a.items(), key=lambda kv: names.get(kv[0], "")) if ps]
+
+        def target_tps(a):
+            # the target as Kafka iterates it (its topics' HashMap, each partition HashSet)
+            return [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": list(ps)}
+                    for t, ps in _java_ordered(a).items() if ps]
         members = [{
             "member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
             "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
-            "subscribed_topic_names": list(m.subscribed_topic_names),
+            # ConsumerGroupMember keeps the names in a HashSet copied from the request's list
+            "subscribed_topic_names": list(JavaHash.copy_of(string_hash, list(dict.fromkeys(
+                m.subscribed_topic_names)))),
             "subscribed_topic_regex": m.subscribed_topic_regex or "",
             "assignment": {"topic_partitions": tps(m.assigned)},
-            "target_assignment": {"topic_partitions": tps(cg.target.get(m.member_id, {}))},
+            "target_assignment": {"topic_partitions": target_tps(cg.target.get(m.member_id, {}))},
             "member_type": 0 if m.classic is not None else 1,  # v1: 0 a classic member, 1 a consumer one
         } for m in cg.members.values()]
         return dict(base, group_state=cg.state_name(), group_epoch=cg.group_epoch,
@@ -549,7 +585,16 @@ def _random_member_id() -> str:
 
 
 def _assignment(tps) -> dict:
-    return {tp.topic_id: set(tp.partitions or []) for tp in tps or [] if tp.partitions}
+    """A target assignment record as Kafka holds it once replayed (Assignment.fromRecord)."""
+    return replayed({tp.topic_id: list(tp.partitions) for tp in tps or [] if tp.partitions})
+
+
+def _java_ordered(a: dict) -> dict:
+    """A target assignment in Kafka's iteration order; one made here from sets (a classic
+    group's upgrade, a static member's takeover) is taken as replayed from sorted lists."""
+    if all(isinstance(ps, list) for ps in a.values()):
+        return a
+    return replayed({tid: sorted(ps) for tid, ps in a.items()})
 
 
 def _member_meta(m: ConsumerMember) -> dict:

@@ -218,6 +218,12 @@ def canonical(api: str, response):
     elif api == "ConsumerGroupDescribe":
         for g in response.get("groups", []):
             g["members"] = sorted(g.get("members") or [], key=lambda m: m["member_id"])
+            for m in g["members"]:   # a HashSet of the run's names: their order changes with them
+                m["subscribed_topic_names"] = sorted(m.get("subscribed_topic_names") or [])
+                for a in ("assignment", "target_assignment"):   # topics: a HashMap of random ids
+                    if isinstance(m.get(a), dict):
+                        m[a]["topic_partitions"] = sorted(m[a].get("topic_partitions") or [],
+                                                          key=lambda t: t.get("topic_name") or "")
     elif api == "ListGroups":
         response["groups"] = sorted(response.get("groups") or [], key=lambda g: g["group_id"])
     elif api == "DeleteGroups":   # one result list per coordinator partition, in a hash map's order

@@ -6,7 +6,7 @@ import uuid
 
 from minikafka.coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore
 from minikafka.coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS,
-                                                  ConsumerMember, range_assign, reconcile, uniform_assign)
+                                                  ConsumerMember, reconcile)
 from minikafka.coordinator.group.records import ConsumerGroupKey, parse_key
 from minikafka.protocol.errors import ErrorCode as E
 
@@ -36,18 +36,6 @@ def hb(c, member, epoch=0, now=T0, topics=("t",), owned=(), rto=30_000, instance
 def parts(resp):
     a = resp["assignment"]
     return None if a is None else sorted(p for tp in a["topic_partitions"] for p in tp["partitions"])
-
-
-def test_assignors_balanced_and_sticky():
-    subs = {"a": {TID}, "b": {TID}, "c": {TID}}
-    topics = {TID: ("t", 8)}
-    first = uniform_assign(["a", "b"], subs, topics, {})
-    assert sorted(len(first[m][TID]) for m in "ab") == [4, 4]
-    again = uniform_assign(["a", "b", "c"], subs, topics, first)
-    assert sorted(len(again[m].get(TID, ())) for m in "abc") == [2, 3, 3]
-    for m in "ab":  # nobody loses a partition it keeps a quota for
-        assert len(again[m][TID] & first[m][TID]) == len(again[m][TID])
-    assert range_assign(["b", "a"], subs, {TID: ("t", 5)}, {}) == {"a": {TID: {0, 1, 2}}, "b": {TID: {3, 4}}}
 
 
 def test_reconcile_revokes_before_assigning():

@@ -534,6 +534,91 @@ SCENARIOS += [
     ]),
 ]
 
+# The uniform assignor's ties (Kafka 4.1's UniformHomogeneousAssignmentBuilder and
+# UniformHeterogeneousAssignmentBuilder) follow the order of a Java HashMap keyed by member id,
+# i.e. String.hashCode: member ids are literal here (a placeholder's random suffix would change
+# the order from run to run). In a table of 16: ann 0, joe 1, hal 2, kim 14; the members join in
+# another order, and none of them sorts first by name and by hash both.
+def create_topic(name: str, partitions: int, **kw):
+    return call(19, 7, {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                                    "assignments": [], "configs": []}], "timeout_ms": 30000,
+                        "validate_only": False}, **kw)
+
+
+def new_topic_for(members: list[str], partitions: int) -> list:
+    """The members join subscribed to {u}, which does not exist yet (epoch n, nothing to
+    assign), heartbeat up to the group epoch; {u} is created, and the first heartbeat that sees
+    it computes the target with nobody holding anything."""
+    n = len(members)
+    steps = [hb(m, topics=("{u}",)) for m in members]
+    steps += [beat(m, i + 1) for i, m in enumerate(members[:-1])]
+    steps += [create_topic("{u}", partitions),
+              beat(members[-1], n, until={"member_epoch": n + 1}),
+              describe()]
+    return steps
+
+
+SCENARIOS += [
+    Scenario("cg/uniform/new_topic_three_members_two_partitions",
+             "Three members (joining kim, joe, hal; Kafka's order joe, hal, kim) subscribe to a topic "
+             "created later with two partitions: the extra partitions go to the last members in Kafka's "
+             "order that can still take one (hal 0, kim 1), not to the first joiners.",
+             steps=new_topic_for(["kim", "joe", "hal"], 2)),
+    Scenario("cg/uniform/new_topic_four_members_one_partition",
+             "More members than partitions: four members (joining joe, ann, kim, hal; Kafka's order ann, "
+             "joe, hal, kim) and a topic created later with one partition: the last member in Kafka's "
+             "order gets it.",
+             steps=new_topic_for(["joe", "ann", "kim", "hal"], 1)),
+    Scenario("cg/uniform/join_join_join_leave",
+             "Four partitions: joe, kim and hal join one after another (each target computed from the "
+             "previous target, before anybody acknowledges); the extra partition stays with the first "
+             "member in Kafka's order (joe keeps 0, 1; kim gives up 3). joe leaves: its partitions go "
+             "to the remaining members in Kafka's order (hal 0, kim 1).", topics=T4, steps=[
+        hb("joe", save="a1"),
+        hb("kim", save="b1"),
+        hb("hal", save="c1"),
+        describe(),
+        beat("joe", -1),
+        beat("kim", 2, save="b2"),
+        describe(),
+    ]),
+    Scenario("cg/uniform/two_partitions_three_members_leave",
+             "Two partitions, three members joining kim, joe, hal (Kafka's order joe, hal, kim); then the "
+             "member holding partition 0 leaves and a heartbeat recomputes the target.",
+             topics={"t": Topic(partitions=2)}, steps=[
+        hb("kim"),
+        hb("joe"),
+        hb("hal"),
+        describe(),
+        beat("kim", -1),
+        beat("joe", 2),
+        describe(),
+    ]),
+    Scenario("cg/uniform/kept_partitions_follow_hash_order",
+             "Twenty partitions: a takes them all, b joins and is given 10-19, which Kafka lists (and, "
+             "its target reloaded after a restart, iterates) as 16-19 then 10-15; when c joins, b keeps "
+             "the first seven of that order (16-19, 10-12) and c gets 7-9 and 13-15.",
+             topics={"t": Topic(partitions=20)}, steps=[
+        hb("a"),
+        hb("b"),
+        restart(),
+        hb("c"),
+        describe(),
+    ]),
+    Scenario("cg/uniform/heterogeneous_two_topics",
+             "Different subscriptions (heterogeneous): kim takes {t} (5 partitions), hal {o} (3), then joe "
+             "both; the topics are balanced in order of partitions per subscriber, members by load and "
+             "Kafka's order.", topics={"t": Topic(partitions=5), "o": Topic(partitions=3)}, steps=[
+        hb("kim"),
+        hb("hal", topics=("{o}",)),
+        hb("joe", topics=("{t}", "{o}")),
+        describe(),
+        beat("kim", -1),
+        beat("hal", 2),
+        describe(),
+    ]),
+]
+
 SCENARIOS += [
     Scenario("cg/describe/v1_member_type", "ConsumerGroupDescribe v1 gives each member's type (1: consumer "
              "protocol).", topics=T4, steps=[
