@@ -48,6 +48,33 @@ _DEFERRED_LOAD = threading.RLock()  # LogSegment._load_deferred_indexes
 _SCAN_CHUNK = 1 << 20
 
 
+try:
+    _IOV_MAX = os.sysconf("SC_IOV_MAX")  # buffers one writev takes (Linux: 1024)
+except (AttributeError, ValueError, OSError):
+    _IOV_MAX = 16  # POSIX's least
+
+
+def _write_all(fd: int, parts: list, size: int) -> None:
+    """Write the parts (bytes-like), in order, `size` bytes in all: one write or writev, looping
+    only over what a partial write left (a file takes a write whole but for a full disk or a
+    signal)."""
+    if len(parts) == 1 or not hasattr(os, "writev"):
+        view = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
+        written = 0
+        while written < size:
+            written += os.write(fd, view[written:])
+        return
+    parts = list(parts)
+    i = 0
+    while i < len(parts):
+        n = os.writev(fd, parts[i:i + _IOV_MAX])
+        while i < len(parts) and n >= len(parts[i]):  # the parts written whole
+            n -= len(parts[i])
+            i += 1
+        if n:  # the rest of a part written in part
+            parts[i] = memoryview(parts[i])[n:]
+
+
 def filename_prefix(offset: int) -> str:
     """Kafka's 20-digit zero-padded file name for a base offset."""
     return f"{offset:020d}"
@@ -184,13 +211,14 @@ class LogSegment:
         return 0 <= offset - self.base_offset <= INT32_MAX
 
     # ------------------------------------------------------------------ append
-    def append(self, buf, batches: list[tuple[int, int, int, int]]) -> None:
-        """Append ``buf`` (whole batches, offsets already assigned) with one write.
+    def append(self, parts: list, size: int, batches: list[tuple[int, int, int, int]]) -> None:
+        """Append whole batches, offsets already assigned: ``parts``, ``size`` bytes in all, one
+        after the other with one write (writev).
 
-        ``batches`` lists ``(position_in_buf, size, last_offset, max_timestamp)``
-        for each batch so the indexes are updated without re-parsing.
+        ``batches`` lists ``(position, size, last_offset, max_timestamp)`` for each batch
+        (positions from the start of ``parts``) so the indexes are updated without re-parsing.
         """
-        if not buf:
+        if not size:
             return
         if self._file is None:
             self.open_for_append()
@@ -198,11 +226,8 @@ class LogSegment:
         physical = self.size
         if physical == 0 and batches:
             self._rolling_based_timestamp = batches[0][3]
-        view = memoryview(buf)
-        written = 0
         try:
-            while written < len(view):
-                written += os.write(fd, view[written:])
+            _write_all(fd, parts, size)
         except OSError as e:
             # undo a partial write so the file keeps whole batches only
             try:
@@ -211,7 +236,7 @@ class LogSegment:
                 pass
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error appending to {self.log_path}: {e}") from e
         interval = self.index_interval_bytes
-        for bpos, size, last_offset, max_ts in batches:
+        for bpos, batch_size, last_offset, max_ts in batches:
             if max_ts > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = max_ts
                 self.offset_of_max_timestamp_so_far = last_offset
@@ -219,8 +244,8 @@ class LogSegment:
                 self.offset_index.append(last_offset, physical + bpos)
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
                 self.bytes_since_last_index_entry = 0
-            self.bytes_since_last_index_entry += size
-        self.size = physical + len(view)
+            self.bytes_since_last_index_entry += batch_size
+        self.size = physical + size
         if batches:
             self._next_offset = batches[-1][2] + 1
 
