@@ -20,7 +20,8 @@ skipped, so a handler can build one response for all versions.
 
 A request's ``records`` (Produce's record batches, the only records in a request) are
 decoded as a read-only memoryview of the frame, not copied out of it: a megabyte batch
-reaches the log, which copies it into a buffer of its own anyway, without another copy.
+reaches the segment file without a copy in Python (storage/log.py writes it as it is, its
+patched first bytes in front).
 That is safe because such a frame does not change: it is a bytes object, or a read-only
 view of a buffer nobody writes to any more (the server's FrameReader hands a large
 Produce frame over so). A writable frame (a bytearray) has its records copied, as every

@@ -1,5 +1,5 @@
 """Produce (0): batches stay opaque (read-only views of the request's frame, see
-protocol/schema.py; the log copies them into a buffer of its own); storage validates
+protocol/schema.py, written to the segment file as they are); storage validates
 headers/CRC and assigns offsets.
 v12+ adds a transactional batch's partition to its transaction (KIP-890 part 2); v13 names
 topics by id (KIP-516). Versions 0-2 are advertised, as Kafka 4.x advertises them (some
