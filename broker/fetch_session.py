@@ -71,9 +71,11 @@ class PartitionData:
 
 
 def partition_key(topic: str | None, topic_id, partition: int):
-    """Kafka's CachedPartition equality: by topic id when the request uses ids, else by name."""
+    """Kafka's CachedPartition equality: by topic id when the request uses ids, else by name.
+    The id as its 128-bit int: hashed and compared in C (a UUID's __hash__ and __eq__ are
+    Python calls, once per partition of every Fetch)."""
     if topic_id is not None and topic_id != ZERO_UUID:
-        return topic_id, partition
+        return topic_id.int, partition
     return topic, partition
 
 
@@ -236,14 +238,18 @@ class FetchContext:
 
     session_id = INVALID_SESSION_ID
     error = ErrorCode.NONE
+    # the partitions read are a session's CachedPartitions, and those that have nothing new
+    # (CachedPartition.must_respond) are left out of the answer: the reader may leave them
+    # out before respond
+    omits_unchanged = False
 
     def partitions(self, topic_name: Callable) -> list:
         """[(key, PartitionData)] to read, in order."""
         return []
 
     def respond(self, answered: list, now_ms: int) -> tuple[int, int, list]:
-        """(error code, session id, [(key, partition answer)] to send) from every partition's
-        answer, updating the session."""
+        """(error code, session id, [(key, PartitionData, partition answer)] to send) from the
+        partitions' answers (the same triples), updating the session."""
         return int(self.error), self.session_id, answered
 
 
@@ -273,14 +279,16 @@ class FullContext(SessionlessContext):
     def respond(self, answered, now_ms):
         def create():
             parts = {}
-            for key, resp in answered:
-                parts[key] = CachedPartition(self.fetch_data[key], resp["high_watermark"], resp["log_start_offset"])
+            for key, req, resp in answered:
+                parts[key] = CachedPartition(req, resp["high_watermark"], resp["log_start_offset"])
             return parts
         sid = self.cache.next_shard().maybe_create_session(now_ms, len(answered), self.uses_topic_ids, create)
         return 0, sid, answered
 
 
 class IncrementalContext(FetchContext):
+    omits_unchanged = True
+
     def __init__(self, session: FetchSession, request_epoch: int):
         self.session, self.request_epoch = session, request_epoch
         self.session_id = session.id
@@ -302,10 +310,11 @@ class IncrementalContext(FetchContext):
             return int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), session.id, []
         parts = session.partitions
         out = []
-        for key, resp in answered:
+        for entry in answered:
+            key, _, resp = entry
             cached = parts.get(key)
             if cached is not None and cached.must_respond(resp):
-                out.append((key, resp))
+                out.append(entry)
                 if resp.get("records"):
                     # a partition that returned data goes to the back: the next fetches read
                     # the others first (they share max_bytes in order)

@@ -381,7 +381,11 @@ def _emit_encode(src: _Source, ind: int, con, value: str, may_be_none: bool = Tr
         if isinstance(con, KString):
             src.emit(at, f"b += {data}")
         elif isinstance(con, KBytes):
-            # through the writer: a large record set (or a file region) becomes its own chunk
+            # through the writer: a large record set (or a file region) becomes its own chunk;
+            # an empty one has nothing to write (most partitions of a large Fetch answer)
+            if con.compact:
+                src.emit(at, "if n > 1:")
+                at += 1
             src.emit(at, f"w.write({data})")
             src.emit(at, "b = w.buf")
         else:
@@ -473,20 +477,27 @@ def _emit_struct_encode(src: _Source, ind: int, st: KStruct, value: str) -> None
     if st.tagged == []:
         src.emit(ind, "b.append(0)")  # an empty tagged-field section
     elif st.tagged is not None:
-        tags = src.fresh("tags")
-        src.emit(ind, f"{tags} = []")
-        for f in st.tagged:
-            src.emit(ind, f"v = {g}({f.name!r})")
-            src.emit(ind, f"if v is not None and v != {_default_expr(src, f)}:")
-            src.emit(ind + 1, f"{tags}.append(({f.tag}, {src.const(_tagged_encoder(f.con))}(v)))")
-        src.emit(ind, f"if not {tags}:")
+        # none of the tagged fields given (the usual case, e.g. each partition of a Fetch
+        # answer): an empty section, without building the list of the tags to write
+        values = [src.fresh("t") for _ in st.tagged]
+        for var, f in zip(values, st.tagged):
+            src.emit(ind, f"{var} = {g}({f.name!r})")
+        src.emit(ind, "if " + " and ".join(f"{var} is None" for var in values) + ":")
         src.emit(ind + 1, "b.append(0)")
         src.emit(ind, "else:")
-        src.emit(ind + 1, f"b += _euv(len({tags}))")
-        src.emit(ind + 1, f"for tag, data in {tags}:")
-        src.emit(ind + 2, "b += _euv(tag)")
-        src.emit(ind + 2, "b += _euv(len(data))")
-        src.emit(ind + 2, "b += data")
+        tags = src.fresh("tags")
+        src.emit(ind + 1, f"{tags} = []")
+        for var, f in zip(values, st.tagged):
+            src.emit(ind + 1, f"if {var} is not None and {var} != {_default_expr(src, f)}:")
+            src.emit(ind + 2, f"{tags}.append(({f.tag}, {src.const(_tagged_encoder(f.con))}({var})))")
+        src.emit(ind + 1, f"if not {tags}:")
+        src.emit(ind + 2, "b.append(0)")
+        src.emit(ind + 1, "else:")
+        src.emit(ind + 2, f"b += _euv(len({tags}))")
+        src.emit(ind + 2, f"for tag, data in {tags}:")
+        src.emit(ind + 3, "b += _euv(tag)")
+        src.emit(ind + 3, "b += _euv(len(data))")
+        src.emit(ind + 3, "b += data")
 
 
 def _compile(st: KStruct):

@@ -182,6 +182,8 @@ class UnifiedLog:
 
     @property
     def last_stable_offset(self) -> int:
+        if not self.producer_state.ongoing_txns:
+            return self.high_watermark  # (no open transaction: read for every partition of a Fetch)
         fuo = self.producer_state.first_unstable_offset()
         if fuo is not None and fuo < self.log_start_offset:
             # Kafka's maybeIncrementFirstUnstableOffset: an open transaction whose start was deleted
@@ -610,11 +612,6 @@ class UnifiedLog:
         lso = self.last_stable_offset
         if fetch_offset >= max_offset:
             return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset, [] if include_aborted else None)
-        if max_bytes <= 0 and not min_one and not include_aborted:
-            # no byte budget left (most partitions of a fetch over many): no records, and with
-            # no aborted transactions to list, no need to find fetch_offset's batch (Kafka finds
-            # it, to answer the same nothing)
-            return ReadResult(None, hw, self.log_start_offset, lso, leo, fetch_offset)
         # where max_offset's batch sits: the readable part ends there (Kafka's maxOffsetMetadata)
         max_base, max_position = self._offset_position(max_offset)
         segments = self.segments

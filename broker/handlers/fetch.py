@@ -84,64 +84,91 @@ def _to_forget(broker, req, by_id: bool) -> list:
             for t in req.forgotten_topics_data for p in t.partitions]
 
 
-def _read_all(broker, parts: list, req, version: int, readable=None):
+def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchanged: bool = False):
     """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
-    read, answer now (a read failed or diverged, or nothing was readable), fenced)."""
+    read, answer now (a read failed or diverged, or nothing was readable), fenced).
+
+    ``omit_unchanged`` (an incremental session, whose ``parts`` are its CachedPartitions):
+    a partition the session would leave out of the answer (no records, no error, the high
+    watermark and log start offset it last answered: CachedPartition.must_respond) is left
+    out here already, answer unbuilt."""
     committed = req.isolation_level == 1
     # Kafka's KafkaApis: min(the request's max_bytes, fetch.max.bytes); v0-2 ask for no limit
     remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, broker.config["fetch.max.bytes"])
-    total, now, fenced = 0, False, False
+    total, now, fenced, readable_count = 0, False, False, 0
     answered, erroneous = [], []
     get_log = broker.get_log
     for key, pd in parts:
         # Kafka answers an unknown topic, topic id or partition before reading (KafkaApis'
         # erroneous partitions, FetchResponse.partitionResponse): offsets -1 and an empty, not
         # null, aborted transactions list; they follow the partitions read in the answer
-        if pd.topic is None:
+        topic = pd.topic
+        if topic is None:
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_ID, [])))
             continue
-        if readable is not None and not readable(pd.topic):  # no READ on the topic (ACLs)
+        if readable is not None and not readable(topic):  # no READ on the topic (ACLs)
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, [])))
             continue
-        lg = get_log(pd.topic, pd.partition)
+        lg = get_log(topic, pd.partition)
         if lg is None:
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])))
             continue
+        readable_count += 1
         try:
-            if pd.topic_id is not ZERO_UUID and lg.topic_id != pd.topic_id:
+            topic_id = pd.topic_id
+            if topic_id is not ZERO_UUID and lg.topic_id is not topic_id and (
+                    lg.topic_id is None or lg.topic_id.int != topic_id.int):  # (UUID.__eq__ is a Python call)
                 # a session's topic deleted and created again under the same name
                 raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID)
-            check_leader_epoch(lg, pd.current_leader_epoch if pd.current_leader_epoch >= 0 else None)
-            hw, lso = lg.high_watermark, lg.last_stable_offset
-            r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
-                 "log_start_offset": lg.log_start_offset, "aborted_transactions": None, "preferred_read_replica": -1,
-                 "records": b""}
+            epoch = pd.current_leader_epoch
+            if epoch >= 0 and epoch != lg.leader_epoch:
+                check_leader_epoch(lg, epoch)  # FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH
+            hw, lso, log_start = lg.high_watermark, lg.last_stable_offset, lg.log_start_offset
+            fetch_offset = pd.fetch_offset
             if pd.last_fetched_epoch >= 0:
-                diverging = _diverging_epoch(lg, pd.fetch_offset, pd.last_fetched_epoch)
+                diverging = _diverging_epoch(lg, fetch_offset, pd.last_fetched_epoch)
                 if diverging is not None:
-                    r["diverging_epoch"] = diverging
+                    r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw,
+                         "last_stable_offset": lso, "log_start_offset": log_start, "aborted_transactions": None,
+                         "preferred_read_replica": -1, "records": b"", "diverging_epoch": diverging}
                     now = True
                     answered.append((key, pd, r))
                     continue
             # every partition is read, even with no byte budget left: a read_committed
             # answer then still lists aborted transactions, as Kafka's (readFromLog). Until a
             # partition returns data, its first batch comes whole whatever the limits (KIP-74)
-            limit = max(min(pd.max_bytes, remaining), 0)
-            rr = lg.read(pd.fetch_offset, limit, max_offset=lso if committed else hw, min_one=total == 0,
-                         include_aborted=committed)
-            if rr.first_entry_incomplete:
-                # the limit cuts this partition's first batch: no records and no aborted
-                # list (ReplicaManager.readFromLog answers an empty FetchDataInfo)
-                answered.append((key, pd, r))
+            limit = min(pd.max_bytes, remaining)
+            caught_up = fetch_offset >= (lso if committed else hw)
+            if caught_up or (limit <= 0 and total and not committed):
+                # nothing to return: caught up, or no byte budget left under read_uncommitted
+                # (no aborted list to give). The read would only check the range first, as
+                # Kafka's LocalLog.read: OFFSET_OUT_OF_RANGE even so; else what it answers is
+                # no records, and (read_committed, caught up) an empty aborted list
+                if fetch_offset < log_start or fetch_offset > lg.next_offset:
+                    lg.read(fetch_offset, 0, min_one=False)  # raises OFFSET_OUT_OF_RANGE, Kafka's message
+                if omit_unchanged and pd.high_watermark == hw and pd.local_log_start_offset == log_start:
+                    continue
+                answered.append((key, pd, {
+                    "partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
+                    "log_start_offset": log_start, "aborted_transactions": [] if committed else None,
+                    "preferred_read_replica": -1, "records": b""}))
                 continue
-            data = rr.slice  # sent from the segment file as it is (server.send_response)
+            rr = lg.read(fetch_offset, max(limit, 0), max_offset=lso if committed else hw, min_one=total == 0,
+                         include_aborted=committed)
+            r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
+                 "log_start_offset": log_start, "aborted_transactions": None, "preferred_read_replica": -1,
+                 "records": b""}
+            # a first batch the limit cuts: no records and no aborted list (ReplicaManager.readFromLog
+            # answers an empty FetchDataInfo)
+            data = None if rr.first_entry_incomplete else rr.slice
             if data is not None:
-                r["records"] = data
+                r["records"] = data  # sent from the segment file as it is (server.send_response)
                 total += len(data)
                 remaining -= len(data)
-            if rr.aborted is not None:
-                r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
-                                             for pid, first in rr.aborted]
+            elif omit_unchanged and pd.high_watermark == hw and pd.local_log_start_offset == log_start:
+                continue
+            if rr.aborted is not None and not rr.first_entry_incomplete:
+                r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first} for pid, first in rr.aborted]
         except KafkaError as e:
             now = True
             # an error of the read itself (ReplicaManager.createLogReadResult(e)): offsets are
@@ -151,7 +178,7 @@ def _read_all(broker, parts: list, req, version: int, readable=None):
                 r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
                 fenced = True
         answered.append((key, pd, r))
-    if not answered:
+    if not readable_count:
         now = True  # nothing to wait for (KafkaApis answers erroneous partitions alone at once)
     return answered + erroneous, total, now, fenced
 
@@ -159,14 +186,13 @@ def _read_all(broker, parts: list, req, version: int, readable=None):
 def _group(entries) -> list:
     """FetchResponse.of: consecutive partitions of one topic share a topic entry."""
     responses = []
-    last = None
-    for pd, r in entries:
-        if last is not None and last["topic"] == pd.topic and (
-                last["topic_id"] is pd.topic_id or last["topic_id"] == pd.topic_id):
-            last["partitions"].append(r)
+    topic, topic_id, partitions = None, None, None
+    for _, pd, r in entries:
+        if partitions is not None and topic == pd.topic and (topic_id is pd.topic_id or topic_id == pd.topic_id):
+            partitions.append(r)
         else:
-            last = {"topic": pd.topic, "topic_id": pd.topic_id, "partitions": [r]}
-            responses.append(last)
+            topic, topic_id, partitions = pd.topic, pd.topic_id, [r]
+            responses.append({"topic": topic, "topic_id": topic_id, "partitions": partitions})
     return responses
 
 
@@ -198,17 +224,16 @@ async def handle(conn, header, req):
     if broker.authorizer is not None:
         allowed = {t: conn.authorize(READ, TOPIC, t) for t in {pd.topic for _, pd in parts if pd.topic}}
         readable = allowed.__getitem__
+    omit = ctx.omits_unchanged
     while True:
         event = broker.data_event
-        answered, total, now, fenced = _read_all(broker, parts, req, version, readable)
+        answered, total, now, fenced = _read_all(broker, parts, req, version, readable, omit)
         if now or total >= req.min_bytes or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await event.wait()
-    error, session_id, out = ctx.respond([(key, r) for key, _, r in answered], now_ms())
-    pds = {key: pd for key, pd, _ in answered}
-    body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id,
-            "responses": _group((pds[key], r) for key, r in out)}
+    error, session_id, out = ctx.respond(answered, now_ms())
+    body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": _group(out)}
     if fenced:
         # v16: the leader named in current_leader, with its endpoint (KIP-951)
         host, port = broker.advertised_address(conn.listener_name)

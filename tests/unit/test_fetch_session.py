@@ -49,7 +49,8 @@ def test_sessions_go_to_the_shards_in_turn_and_ids_name_their_shard():
     ids = []
     for _ in range(NUM_SHARDS + 1):
         ctx = fm.new_context(12, 0, 0, parts(1), [])
-        ids.append(ctx.respond([(k, {"high_watermark": 0, "log_start_offset": 0}) for k in parts(1)], 0)[1])
+        ids.append(ctx.respond([(k, pd, {"high_watermark": 0, "log_start_offset": 0})
+                                for k, pd in parts(1).items()], 0)[1])
     assert ids[-1] == 0                                 # the first shard again, and it is full
     assert sorted(shard_index(i) for i in ids[:-1]) == list(range(NUM_SHARDS))
     assert all(max(1, shard_index(i) * SESSION_ID_RANGE) <= i < (shard_index(i) + 1) * SESSION_ID_RANGE
