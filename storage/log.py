@@ -584,6 +584,14 @@ class UnifiedLog:
         return seg
 
     # ------------------------------------------------------------------ read
+    def check_fetch_offset(self, fetch_offset: int) -> None:
+        """OFFSET_OUT_OF_RANGE outside [log_start_offset, log_end_offset] (Kafka's LocalLog.read checks
+        it first, whatever else the read would answer)."""
+        if fetch_offset < self.log_start_offset or fetch_offset > self.next_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Received request for offset {fetch_offset} for partition {self.name}, but we only "
+                             f"have log segments in the range {self.log_start_offset} to {self.next_offset}.")
+
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one: bool = True, include_aborted: bool = False) -> ReadResult:
         """What a fetch at ``fetch_offset`` gets (Kafka's ``UnifiedLog.read`` / ``LocalLog.read``):
@@ -601,11 +609,8 @@ class UnifiedLog:
         slice; else the next segment's base offset; else the log end offset), so the list may
         name transactions beyond the returned data.
         """
+        self.check_fetch_offset(fetch_offset)
         leo = self.next_offset
-        if fetch_offset < self.log_start_offset or fetch_offset > leo:
-            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
-                             f"Received request for offset {fetch_offset} for partition {self.name}, but we only "
-                             f"have log segments in the range {self.log_start_offset} to {leo}.")
         hw = self.high_watermark
         if max_offset is None:
             max_offset = hw

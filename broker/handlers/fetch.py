@@ -33,6 +33,13 @@ from .common import check_leader_epoch
 INT32_MAX = 2**31 - 1
 
 
+def _answer(partition: int, hw: int, lso: int, log_start: int, aborted: list | None) -> dict:
+    """A partition's answer without records (read adds them)."""
+    return {"partition_index": partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
+            "log_start_offset": log_start, "aborted_transactions": aborted, "preferred_read_replica": -1,
+            "records": b""}
+
+
 def _error(partition: int, code, aborted: list | None) -> dict:
     return {"partition_index": partition, "error_code": int(code), "high_watermark": -1, "last_stable_offset": -1,
             "log_start_offset": -1, "aborted_transactions": aborted, "preferred_read_replica": -1, "records": b""}
@@ -124,13 +131,14 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
             if epoch >= 0 and epoch != lg.leader_epoch:
                 check_leader_epoch(lg, epoch)  # FENCED_LEADER_EPOCH or UNKNOWN_LEADER_EPOCH
             hw, lso, log_start = lg.high_watermark, lg.last_stable_offset, lg.log_start_offset
+            # what an incremental session would leave out if nothing else changes (no records)
+            unchanged = omit_unchanged and pd.high_watermark == hw and pd.local_log_start_offset == log_start
             fetch_offset = pd.fetch_offset
             if pd.last_fetched_epoch >= 0:
                 diverging = _diverging_epoch(lg, fetch_offset, pd.last_fetched_epoch)
                 if diverging is not None:
-                    r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw,
-                         "last_stable_offset": lso, "log_start_offset": log_start, "aborted_transactions": None,
-                         "preferred_read_replica": -1, "records": b"", "diverging_epoch": diverging}
+                    r = _answer(pd.partition, hw, lso, log_start, None)
+                    r["diverging_epoch"] = diverging
                     now = True
                     answered.append((key, pd, r))
                     continue
@@ -144,20 +152,14 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
                 # (no aborted list to give). The read would only check the range first, as
                 # Kafka's LocalLog.read: OFFSET_OUT_OF_RANGE even so; else what it answers is
                 # no records, and (read_committed, caught up) an empty aborted list
-                if fetch_offset < log_start or fetch_offset > lg.next_offset:
-                    lg.read(fetch_offset, 0, min_one=False)  # raises OFFSET_OUT_OF_RANGE, Kafka's message
-                if omit_unchanged and pd.high_watermark == hw and pd.local_log_start_offset == log_start:
+                lg.check_fetch_offset(fetch_offset)
+                if unchanged:
                     continue
-                answered.append((key, pd, {
-                    "partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
-                    "log_start_offset": log_start, "aborted_transactions": [] if committed else None,
-                    "preferred_read_replica": -1, "records": b""}))
+                answered.append((key, pd, _answer(pd.partition, hw, lso, log_start, [] if committed else None)))
                 continue
             rr = lg.read(fetch_offset, max(limit, 0), max_offset=lso if committed else hw, min_one=total == 0,
                          include_aborted=committed)
-            r = {"partition_index": pd.partition, "error_code": 0, "high_watermark": hw, "last_stable_offset": lso,
-                 "log_start_offset": log_start, "aborted_transactions": None, "preferred_read_replica": -1,
-                 "records": b""}
+            r = _answer(pd.partition, hw, lso, log_start, None)
             # a first batch the limit cuts: no records and no aborted list (ReplicaManager.readFromLog
             # answers an empty FetchDataInfo)
             data = None if rr.first_entry_incomplete else rr.slice
@@ -165,7 +167,7 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
                 r["records"] = data  # sent from the segment file as it is (server.send_response)
                 total += len(data)
                 remaining -= len(data)
-            elif omit_unchanged and pd.high_watermark == hw and pd.local_log_start_offset == log_start:
+            elif unchanged:
                 continue
             if rr.aborted is not None and not rr.first_entry_incomplete:
                 r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first} for pid, first in rr.aborted]
