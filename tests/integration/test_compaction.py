@@ -3,6 +3,8 @@ latest value per key, and a compacted __transaction_state still loads after a re
 from __future__ import annotations
 
 from minikafka.coordinator.transaction.state import decode_key
+from minikafka.storage.checkpoint import OffsetCheckpointFile
+from minikafka.storage.cleaner import CLEANER_OFFSET_CHECKPOINT
 from harness import wait_transaction_done, wait_until
 from rawclient import RawClient, make_batch
 
@@ -11,6 +13,16 @@ CLEANER = {"log.cleaner.backoff.ms": 200}
 
 def log_bytes(b, topic, partition) -> int:
     return sum(p.stat().st_size for p in b.partition_dir(topic, partition).glob("*.log"))
+
+
+def active_base(b, topic, partition) -> int:
+    return max(int(p.stem) for p in b.partition_dir(topic, partition).glob("*.log"))
+
+
+def cleaned_up_to(b, topic, partition) -> int | None:
+    """The cleaner's checkpoint for the partition: where its dirty part starts."""
+    path = b.partition_dir(topic, partition).parent / CLEANER_OFFSET_CHECKPOINT
+    return OffsetCheckpointFile(str(path)).read().get((topic, partition)) if path.exists() else None
 
 
 def records_of(bootstrap, topic, partition):
@@ -52,6 +64,12 @@ def test_compacted_topic_keeps_latest_value_per_key(broker_factory, unique_topic
     # loaded machine can show the shrink a moment before the line (seen under 4 xdist workers)
     wait_until(lambda: "Cleaned log " + topic in b.log_text(), 10,
                message=lambda: "the log shrank but the cleaner did not log its round" + b.describe())
+    # a round can start while the records are still coming, and the next one cleans the rest:
+    # the reads below must see one log, so wait until everything up to the active segment is
+    # cleaned (seen under CI load: the consumer read between two rounds, the raw fetch after)
+    wait_until(lambda: cleaned_up_to(b, topic, 0) == active_base(b, topic, 0), 30,
+               message=lambda: f"cleaned up to {cleaned_up_to(b, topic, 0)}, active segment at "
+                               f"{active_base(b, topic, 0)}" + b.describe())
 
     consumer = KafkaConsumer(topic, bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
                              enable_auto_commit=False, consumer_timeout_ms=3000)
