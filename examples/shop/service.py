@@ -81,6 +81,11 @@ class Service:
             session_timeout_ms=a.session_timeout_ms, heartbeat_interval_ms=1_000,
             max_poll_interval_ms=60_000, request_timeout_ms=30_000)
         self.consumer.subscribe([a.purchases])
+        # A blocking metadata refresh before the first poll, so that the member's first
+        # assignment (as the group's leader) already sees every partition: kafka-python 3.0.12
+        # can lose a rejoin that only a later metadata change asks for, and its member then
+        # stops heartbeating for good (the JoinGroup/SyncGroup outlives the poll that started it)
+        self.consumer.topics()
         log.info("%s: transactional producer ready, consumer subscribed to %s (group %s)",
                  self.instance_name, a.purchases, a.group)
 
