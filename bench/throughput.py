@@ -41,7 +41,8 @@ Rows (key: what):
                i % 10) for --commit-seconds: commits/s, commit_transaction() latency p50 and p99
   produce1000  produce acks=1 round-robin over a 1,000-partition topic
   fetch1000    consume read_uncommitted from all 1,000 partitions (one consumer)
-  ready        exec to Metadata answered, empty data dir, median of --ready-starts starts
+  ready        exec to Metadata answered, empty data dir, median of --ready-starts starts, each
+               once the machine is 90% idle over 0.25 s (at most 5 s later)
                (Kafka: a private single-node KRaft broker on free ports, storage formatted
                before the clock starts; needs the distribution: --reference-home)
   idlerss      RSS 1 s after ready, empty data dir, median over the same starts
@@ -256,11 +257,29 @@ def median_run(row: str, runs: list[dict]) -> dict:
     return out
 
 
+def wait_quiet(idle_share: float = 0.9, window: float = 0.25, limit: float = 5.0) -> None:
+    """Until the machine was at least `idle_share` idle over `window` seconds (at most `limit`
+    seconds). A start-up is a tenth of a second of CPU: work left over from the rows before it (the
+    shared Kafka deleting the run's topics' directories, clients exiting) would be timed with it."""
+    def idle():
+        v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # all, idle + iowait
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        t0, i0 = idle()
+        time.sleep(window)
+        t1, i1 = idle()
+        if t1 > t0 and (i1 - i0) / (t1 - t0) >= idle_share:
+            return
+
+
 def startup_rows(make, starts: int, settle: float) -> tuple[dict, dict]:
-    """Start a broker `starts` times on an empty data dir: median ready time (and the CPU time the
-    process had used by then, which the machine's load does not change), median idle RSS."""
+    """Start a broker `starts` times on an empty data dir, each on a quiet machine: median ready
+    time (and the CPU time the process had used by then), median idle RSS."""
     ready, cpu, rss = [], [], []
     for _ in range(starts):
+        wait_quiet()
         b = make()
         try:
             ready.append(b.ready_s)
