@@ -502,6 +502,27 @@ SCENARIOS = [
         await_txn("CompleteAbort"),
         fetch(stable=True, groups=("{g}", "{h}")),
     ]),
+    # literal group names: the two must hash to different __consumer_offsets partitions (Java's
+    # String.hashCode % 50: 18 and 17), which unique names per run would not promise
+    Scenario("offsets/txn/other_group_other_offsets_partition",
+             "AddOffsetsToTxn names one group; TxnOffsetCommit (v3, transactions V1) for another group whose "
+             "offsets partition is not in the transaction: what Kafka's partition verification answers, and "
+             "what the commit and, in a second transaction, an abort leave visible for each group.",
+             topics=T2, broker=CLASSIC, steps=[
+        init_pid("p"),
+        add_offsets("p", group="eos-offsets-a"),
+        txn_offset_commit("p", {("{t}", 0): 10}, group="eos-offsets-b"),
+        txn_offset_commit("p", {("{t}", 1): 11}, group="eos-offsets-a"),
+        describe_txn(),
+        end_txn("p", commit=True),
+        await_txn("CompleteCommit"),
+        fetch(stable=True, groups=("eos-offsets-a", "eos-offsets-b")),
+        add_offsets("p", group="eos-offsets-a"),
+        txn_offset_commit("p", {("{t}", 1): 21}, group="eos-offsets-b"),
+        end_txn("p", commit=False),
+        await_txn("CompleteAbort"),
+        fetch(stable=True, groups=("eos-offsets-a", "eos-offsets-b")),
+    ]),
     Scenario("offsets/txn/v0_on_stable_group",
              "TxnOffsetCommit v0 (no member fields) to a Stable classic group and to a consumer group with a "
              "member: accepted, as a producer without group metadata.", topics=T2, broker=CLASSIC,
