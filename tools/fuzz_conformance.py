@@ -281,14 +281,14 @@ class Gen:
         self.steps.append(restart(kill=self.r.random() < 0.5))
 
 
-def generate(seed: int, index: int, restarts: float = 0.15) -> Scenario:
+def generate(seed: int, index: int, restarts: float = 0.15, max_steps: int = 15) -> Scenario:
     r = random.Random(f"{seed}/{index}")
     tv = r.choice([1, 2])
     timeouts = r.random() < 0.3
     g = Gen(r, tv, ids=r.choice([1, 1, 2]), timeouts=timeouts)
     for x in g.txns:
         g.init(x)
-    length = r.randint(5, 15)
+    length = r.randint(5, max_steps)
     while len([s for s in g.steps if getattr(s, "until", None) is None]) < length:
         y = r.random()
         if y < 0.07:
@@ -408,14 +408,15 @@ def main(argv=None) -> int:
     ap.add_argument("--first", type=int, default=0, help="index of the first sequence (default 0)")
     ap.add_argument("--only", type=int, nargs="*", help="run only these sequence indexes")
     ap.add_argument("--restarts", type=float, default=0.15, help="share of sequences with a restart (about)")
+    ap.add_argument("--max-steps", type=int, default=15, help="requests per sequence: 5 to this (waits not counted)")
     ap.add_argument("--out", help="keep Kafka's transcripts here (reused when present)")
     ap.add_argument("--show", type=int, help="print the steps of this sequence and exit")
     args = ap.parse_args(argv)
     if args.show is not None:
-        show(generate(args.seed, args.show, args.restarts))
+        show(generate(args.seed, args.show, args.restarts, args.max_steps))
         return 0
     indexes = args.only if args.only else range(args.first, args.first + args.count)
-    scenarios = [generate(args.seed, i, args.restarts) for i in indexes]
+    scenarios = [generate(args.seed, i, args.restarts, args.max_steps) for i in indexes]
     out = Path(args.out or tempfile.mkdtemp(prefix="minikafka-fuzz-kafka-"))
     out.mkdir(parents=True, exist_ok=True)
     kafka: dict = {}
