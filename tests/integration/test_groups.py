@@ -150,21 +150,22 @@ class Member(threading.Thread):
                           max_poll_interval_ms=60000, partition_assignment_strategy=[RoundRobinPartitionAssignor])
         handler = _RingHandler(self.client_log)
         coordinator_log = logging.getLogger("kafka.coordinator")
+        level = coordinator_log.level
         coordinator_log.addHandler(handler)
         coordinator_log.setLevel(logging.DEBUG)
-        c.subscribe([self.topic])
-        # The consumer's metadata snapshot holds the topic's partitions before its first join.
-        # kafka-python 3.0.12 (master too) loses a rejoin wanted only because that snapshot
-        # changed after it led a generation (ConsumerCoordinator.need_rejoin without
-        # request_rejoin): the JoinGroup/SyncGroup task outlives the poll that started it, its
-        # assignment makes the snapshots equal, so need_rejoin() turns False and the finished
-        # task is never applied: the member stays REBALANCING with its heartbeat off for good
-        # (reproduced on demand: ~3% of such rejoins stall; one failed a landing CI run).
-        # c.topics() is a blocking metadata refresh that covers the subscribed topic.
-        wait_until(lambda: self.topic in c.topics() and c.partitions_for_topic(self.topic) == set(range(PARTITIONS)),
-                   30, message=f"kafka-python never saw the {PARTITIONS} partitions of {self.topic}")
-        self.started_ok.set()
         try:
+            c.subscribe([self.topic])
+            # The consumer's metadata snapshot holds the topic's partitions before its first join.
+            # kafka-python 3.0.12 (master too) loses a rejoin wanted only because that snapshot
+            # changed after it led a generation (ConsumerCoordinator.need_rejoin without
+            # request_rejoin): the JoinGroup/SyncGroup task outlives the poll that started it, its
+            # assignment makes the snapshots equal, so need_rejoin() turns False and the finished
+            # task is never applied: the member stays REBALANCING with its heartbeat off for good
+            # (reproduced on demand: ~3% of such rejoins stall; one failed a landing CI run).
+            # c.topics() is a blocking metadata refresh that covers the subscribed topic.
+            wait_until(lambda: self.topic in c.topics() and c.partitions_for_topic(self.topic) == set(range(PARTITIONS)),
+                       30, message=f"kafka-python never saw the {PARTITIONS} partitions of {self.topic}")
+            self.started_ok.set()
             while not self._halt.is_set():
                 recs = c.poll(timeout_ms=100)
                 self.assignment = {tp.partition for tp in c.assignment()}
@@ -181,6 +182,7 @@ class Member(threading.Thread):
         finally:
             c.close()
             coordinator_log.removeHandler(handler)
+            coordinator_log.setLevel(level)
 
     def _run_confluent_kafka(self):
         from confluent_kafka import Consumer, KafkaException, TopicPartition
