@@ -104,7 +104,7 @@ class Broker:
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
-        self._data_event = trio.Event()
+        self._data_event: trio.Event | None = None  # data_event
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
@@ -334,9 +334,12 @@ class Broker:
     # ---------------------------------------------------------- data events
     @property
     def data_event(self) -> trio.Event:
-        """Set (and replaced) whenever any partition's HW or LSO moves. Grab it
+        """Set (and dropped) whenever any partition's HW or LSO moves. Grab it
         *before* reading so a change between the read and the wait is not lost."""
-        return self._data_event
+        ev = self._data_event
+        if ev is None:
+            ev = self._data_event = trio.Event()
+        return ev
 
     def answer_sent(self) -> None:
         """A connection's answer is out: transactions it decided (EndTxn) get their markers
@@ -344,8 +347,12 @@ class Broker:
         self.txn_coordinator.write_untried_markers()
 
     def notify_data(self) -> None:
-        ev, self._data_event = self._data_event, trio.Event()
-        ev.set()
+        # the event exists only while a long-poll holds it: an append (several a commit) with
+        # nobody waiting makes no Event
+        ev = self._data_event
+        if ev is not None:
+            self._data_event = None
+            ev.set()
 
     # ------------------------------------------------------------- topics
     def advertised_address(self, listener_name: str) -> tuple[str, int]:

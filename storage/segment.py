@@ -54,25 +54,35 @@ except (AttributeError, ValueError, OSError):
     _IOV_MAX = 16  # POSIX's least
 
 
+_HAVE_WRITEV = hasattr(os, "writev")
+
+
 def _write_all(fd: int, parts: list, size: int) -> None:
     """Write the parts (bytes-like), in order, `size` bytes in all: one write or writev, looping
     only over what a partial write left (a file takes a write whole but for a full disk or a
     signal)."""
-    if len(parts) == 1 or not hasattr(os, "writev"):
-        view = memoryview(parts[0] if len(parts) == 1 else b"".join(parts))
-        written = 0
-        while written < size:
-            written += os.write(fd, view[written:])
+    if len(parts) == 1 or not _HAVE_WRITEV:
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        written = os.write(fd, data)
+        if written < size:
+            view = memoryview(data)
+            while written < size:
+                written += os.write(fd, view[written:])
         return
+    n = os.writev(fd, parts) if len(parts) <= _IOV_MAX else 0
+    if n == size:
+        return  # the usual case: all of it at once
     parts = list(parts)
     i = 0
-    while i < len(parts):
-        n = os.writev(fd, parts[i:i + _IOV_MAX])
+    while True:
         while i < len(parts) and n >= len(parts[i]):  # the parts written whole
             n -= len(parts[i])
             i += 1
+        if i == len(parts):
+            return
         if n:  # the rest of a part written in part
             parts[i] = memoryview(parts[i])[n:]
+        n = os.writev(fd, parts[i:i + _IOV_MAX])
 
 
 def filename_prefix(offset: int) -> str:
