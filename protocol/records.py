@@ -248,6 +248,12 @@ def compute_crc(buf, pos: int, size: int) -> int:
     return crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET: pos + size])
 
 
+def _too_large(size: int, max_size: int) -> KafkaError:
+    return KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                      f"The record batch size ({size} bytes) exceeds the maximum configured "
+                      f"(max.message.bytes = {max_size})")
+
+
 def validate_batch(buf, pos: int = 0, end: int | None = None, max_size: int | None = None) -> BatchHeader:
     """Validate the batch at ``pos`` (sizes, magic, CRC, record count). Return its header.
 
@@ -278,9 +284,7 @@ def validate_batch(buf, pos: int = 0, end: int | None = None, max_size: int | No
         raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
                          f"Record batch at position {pos} declares {size} bytes but only {avail} are present")
     if max_size is not None and size > max_size:
-        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                         f"The record batch size ({size} bytes) exceeds the maximum configured "
-                         f"(max.message.bytes = {max_size})")
+        raise _too_large(size, max_size)
     header = _make_header(_unpack_header(buf, pos))
     computed = crc32c(memoryview(buf)[pos + ATTRIBUTES_OFFSET: pos + size])
     if computed != header.crc:
@@ -308,6 +312,22 @@ def validate_batches(buf, pos: int = 0, end: int | None = None,
         header = validate_batch(buf, pos, end, max_size)
         out.append((pos, header))
         pos += header.batch_length + LOG_OVERHEAD
+    return out
+
+
+def own_batches(buf, max_size: int | None = None) -> list[tuple[int, BatchHeader]]:
+    """``[(position, header), ...]`` of batches this broker built a moment ago (coordinator
+    records, markers: well-formed, their CRC just computed): only the size limit is checked,
+    as :func:`validate_batches` checks it."""
+    out = []
+    pos, end = 0, len(buf)
+    while pos < end:
+        header = _make_header(_unpack_header(buf, pos))
+        size = header.batch_length + LOG_OVERHEAD
+        if max_size is not None and size > max_size:
+            raise _too_large(size, max_size)
+        out.append((pos, header))
+        pos += size
     return out
 
 

@@ -436,10 +436,12 @@ class UnifiedLog:
             if base != 0:
                 raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch in the append to "
                                                            f"{self.name} should be 0, but it is {base}")
-            batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
             if is_from_client:
+                batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
                 for _, h in batches:
                     validate_client_batch(h, self.name)
+            else:
+                batches = rec.own_batches(buf, config.max_message_bytes)
             fixes = validate_records(buf, batches, config, now_ms, self.name,
                                      is_from_client and config.compact_enabled)
             if fixes:
