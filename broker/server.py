@@ -27,8 +27,7 @@ from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
-from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
-from .security.tls import ANONYMOUS, NoMatchingRule, principal_from_cert
+from .security.listeners import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
 
@@ -267,6 +266,8 @@ async def close_after_failed_authentication(conn: Connection) -> bool:
 async def tls_handshake(stream, listener, conn: Connection):
     """The TLS stream once the handshake is done (principal from the client certificate), or None
     when it failed (counted and logged as a failed authentication, as Kafka does)."""
+    # imported here: only SSL listeners need it (a listener's TLS config imported it at start)
+    from .security.tls import NoMatchingRule, principal_from_cert
     tls = trio.SSLStream(stream, listener.ssl_context, server_side=True)
     try:
         await tls.do_handshake()
@@ -310,6 +311,8 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
     tokens, either in SaslAuthenticate requests (handshake v1) or as bare size-prefixed frames
     (handshake v0, old clients). Any other request before authentication closes the connection.
     True once authenticated (``conn.principal`` set); False when the connection is to close."""
+    # imported here: only SASL listeners need it (a listener's SASL config imported it at start)
+    from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
     broker, stream = conn.broker, conn.stream
     reader.max_size, max_size = SASL_MAX_RECEIVE_SIZE, reader.max_size
     server = None

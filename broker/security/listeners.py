@@ -15,6 +15,7 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 # Kafka's default listener.security.protocol.map: each protocol is also a listener name
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # served; Kafka's GSSAPI, OAUTHBEARER are not
+ANONYMOUS = "User:ANONYMOUS"  # the principal of a connection no certificate or SASL login names
 
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")  # Kafka's EndPoint regex
 
@@ -95,8 +96,6 @@ def _list(text) -> list[str]:
 
 def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tuple[str, int]]]:
     """(listeners, advertised NAME -> (host, port)) from the broker properties as written."""
-    from . import tls, sasl  # noqa: F401 (tls imports ssl only when a listener needs it)
-
     proto_map = parse_protocol_map(raw.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP))
     texts = _list(raw.get("listeners", "PLAINTEXT://127.0.0.1:9092"))
     if not texts:
@@ -122,10 +121,14 @@ def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tupl
                           f"defined in listeners. Found {name}. The valid options based on currently "
                           f"configured listeners are {','.join(sorted(names))}")
         advertised[name] = (host, port)
+    # tls.py and sasl.py are imported only when a listener is SSL or SASL_*: a PLAINTEXT-only
+    # start does not need them (with their own imports, ~0.5 ms of every start)
     for lst in listeners:
         if lst.tls:
+            from . import tls
             tls.configure(raw, lst)
         if lst.sasl:
+            from . import sasl
             sasl.configure(raw, lst)
     _refuse_unused_keys(raw, listeners)
     return listeners, advertised
