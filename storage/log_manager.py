@@ -27,7 +27,7 @@ import re
 import shutil
 import time
 import uuid
-from typing import Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Iterator, Mapping, NamedTuple
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
@@ -36,7 +36,9 @@ from minikafka.storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROP
                                 read_properties, remove_clean_shutdown, uuid_from_base64, uuid_to_base64,
                                 write_clean_shutdown, write_properties)
 from minikafka.storage.config import ConfigEntry, LogConfig, describe_configs, validate_topic_configs
-from minikafka.storage.log import UnifiedLog, parse_topic_partition_name
+
+if TYPE_CHECKING:
+    from minikafka.storage.log import UnifiedLog
 
 log = logging.getLogger("minikafka.storage")
 
@@ -196,6 +198,7 @@ class LogManager:
                 if entry.endswith(("-future", "-stray")):
                     log.warning("Ignoring log directory %s", path)
                     continue
+                from minikafka.storage.log import parse_topic_partition_name
                 tp = parse_topic_partition_name(entry)
                 if tp is None:
                     log.warning("Ignoring directory %s: not a <topic>-<partition> name", path)
@@ -219,6 +222,7 @@ class LogManager:
                 config = configs.get(topic)
                 if config is None:
                     config = configs[topic] = self._config_for(info.configs)
+                from minikafka.storage.log import UnifiedLog
                 ulog = UnifiedLog(path, topic, partition, config, topic_id=info.topic_id,
                                   log_start_offset=starts.get(tp, 0), recovery_point=recovery.get(tp, 0),
                                   had_clean_shutdown=clean)
@@ -362,6 +366,7 @@ class LogManager:
     def _create_partition_log(self, info: TopicInfo, partition: int, leader_epoch: int = 0) -> UnifiedLog:
         d = self._next_log_dir()
         path = os.path.join(d, f"{info.name}-{partition}")
+        from minikafka.storage.log import UnifiedLog
         ulog = UnifiedLog(path, info.name, partition, self._configs[info.name], topic_id=info.topic_id)
         self._register(ulog, d)
         # a new partition starts at leader epoch 0 (its cache file is fsynced by the caller)
