@@ -120,7 +120,8 @@ def test_entrypoint_starts_a_broker_configured_by_env(tmp_path):
                                 env=env, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        wait_until(lambda: "ready" in log.read_text() or proc.poll() is not None, timeout=20,
+        # (the ready line itself: the log names the data dir, whose path may contain "ready")
+        wait_until(lambda: "minikafka ready:" in log.read_text() or proc.poll() is not None, timeout=20,
                    message=lambda: log.read_text())
         assert proc.poll() is None, f"broker exited {proc.returncode}:\n{log.read_text()}"
         text = log.read_text()
