@@ -250,6 +250,15 @@ def verify_records(consumed: Iterable[tuple], tag: str, count: int, ts_base: int
 # Java ClientTool
 # --------------------------------------------------------------------------
 
+def spark_env(tmp: Path) -> dict[str, str]:
+    """Environment for a Spark application the tests launch: its scratch (spark-*, blockmgr-*, and the
+    JVM's extracted lz4/snappy libraries) under ``tmp``, not /tmp. A job the tests SIGKILL never runs the
+    shutdown hooks that delete them: each run left ~500 MB in /tmp."""
+    scratch = tmp / "spark-scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {"SPARK_LOCAL_DIRS": str(scratch), "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={scratch}"}
+
+
 def ext_dir() -> Path:
     return Path(os.environ.get("MINIKAFKA_EXT") or (REPO_ROOT.parent / "ext")).resolve()
 

@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from harness import REPO_ROOT, tail, wait_transaction_done
+from harness import REPO_ROOT, spark_env, tail, wait_transaction_done
 
 pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[spark]')")
 
@@ -145,7 +145,7 @@ def test_spark_kafka_source_offsets_and_options(broker, unique_topic, tmp_path):
 
         proc = subprocess.run([sys.executable, "-c", PROBE, broker.bootstrap, topic, jars,
                                str(tmp_path / "ckpt")], cwd=REPO_ROOT, capture_output=True,
-                              text=True, timeout=240, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                              text=True, timeout=240, env=dict(os.environ, **spark_env(tmp_path), PYTHONUNBUFFERED="1"))
         lines = [l for l in proc.stdout.splitlines() if l.startswith("PROBE ")]
         assert proc.returncode == 0 and lines, (
             f"probe failed ({proc.returncode})\nstdout:\n{tail(proc.stdout, 30)}\nstderr:\n"

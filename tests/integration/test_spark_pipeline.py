@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import REPO_ROOT, ext_dir, tail, wait_until
+from harness import REPO_ROOT, ext_dir, spark_env, tail, wait_until
 
 pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[spark]')")
 
@@ -158,6 +158,7 @@ class Job:
                  submit: bool = False):
         self.out, self.ckpt = tmp / "revenue", tmp / "checkpoint"
         self.log_path = tmp / f"job-{source}.log"
+        self.spark_env = spark_env(tmp)
         args = ["--source", source, "--bootstrap", bootstrap, "--topic", topic,
                 "--output", str(self.out), "--checkpoint", str(self.ckpt), "--trigger", "1 second"]
         if submit:
@@ -181,7 +182,7 @@ class Job:
             # cwd: Spark leaves artifacts/spark-* behind when killed; not in the checkout
             self.proc = subprocess.Popen(self.cmd, cwd=self.out.parent, stdin=subprocess.DEVNULL,
                                          stdout=f, stderr=subprocess.STDOUT,
-                                         env=dict(os.environ, PYTHONUNBUFFERED="1",
+                                         env=dict(os.environ, **self.spark_env, PYTHONUNBUFFERED="1",
                                                   PYSPARK_PYTHON=sys.executable,
                                                   # this checkout's minikafka (and its pipeline/), also when
                                                   # spark-submit runs pipeline/__main__.py as a script
