@@ -319,15 +319,11 @@ def own_batches(buf, max_size: int | None = None) -> list[tuple[int, BatchHeader
     """``[(position, header), ...]`` of batches this broker built a moment ago (coordinator
     records, markers: well-formed, their CRC just computed): only the size limit is checked,
     as :func:`validate_batches` checks it."""
-    out = []
-    pos, end = 0, len(buf)
-    while pos < end:
-        header = _make_header(_unpack_header(buf, pos))
-        size = header.batch_length + LOG_OVERHEAD
-        if max_size is not None and size > max_size:
-            raise _too_large(size, max_size)
-        out.append((pos, header))
-        pos += size
+    out = list(iter_batch_headers(buf))
+    if max_size is not None:
+        for _, header in out:
+            if header.size > max_size:
+                raise _too_large(header.size, max_size)
     return out
 
 
