@@ -503,9 +503,14 @@ def _emit_struct_encode(src: _Source, ind: int, st: KStruct, value: str) -> None
         src.emit(ind + 3, "b += data")
 
 
+# what a struct's generated decoder and encoder refer to by name (each gets its own copy: the
+# generated function is defined into it)
+_CODEC_NAMES = {"Msg": Msg, "SchemaError": SchemaError, "_uv": read_uvarint, "_euv": encode_uvarint}
+
+
 def _compile_decoder(st: KStruct):
     """The generated decoder of one struct, nested structs inlined."""
-    dec = _Source({"Msg": Msg, "SchemaError": SchemaError, "_uv": read_uvarint, "_euv": encode_uvarint})
+    dec = _Source(dict(_CODEC_NAMES))
     dec.emit(0, "def decode(buf, pos):")
     _emit_struct_decode(dec, 1, st, "r")
     dec.emit(1, "return r, pos")
@@ -514,7 +519,7 @@ def _compile_decoder(st: KStruct):
 
 def _compile_encoder(st: KStruct):
     """The generated encoder of one struct, nested structs inlined."""
-    enc = _Source({"Msg": Msg, "SchemaError": SchemaError, "_uv": read_uvarint, "_euv": encode_uvarint})
+    enc = _Source(dict(_CODEC_NAMES))
     enc.emit(0, "def encode(o, w):")
     enc.emit(1, "b = w.buf")
     _emit_struct_encode(enc, 1, st, "o")
