@@ -9,17 +9,27 @@ Starts minikafka (fresh data dir, free port, default config) and drives it and
 the reference with librdkafka (confluent-kafka), 1 KB records. Each broker is warmed up first
 (a short pass of every workload: the JVM's JIT, minikafka's caches). Every row then runs against
 both brokers back to back, alternating which goes first, --runs times (--quick-runs for the
-rows of about a second); the table shows, for each broker, the median of its runs (each figure
-on its own: rate, latency percentiles, records, broker CPU) and the ratio, oriented so that
->1.00x means minikafka is ahead (for latencies, ready time and memory: Kafka's figure divided by
-minikafka's). The median, not the best run: on 2 cores a row of a fraction of a second moves by
-a tenth to a third from run to run on either broker, and a best-of picks each broker's luckiest
-outlier (measured: idempotent produce best-of-5 0.82x where the medians gave 1.06x; a Kafka
-consume run 14% above its other four). Every row states how many records it wrote or read on each side, checked against
-what was expected, and the CPU time the broker process used in that run: on a loaded 2-core
-machine the client and the neighbours move the rates by a third from run to run, the CPU time
-far less. Brokers started here run at the reference broker's niceness, so `nice -n 10` on the
-bench slows the clients of both, never one broker.
+rows of about a second), each run once the page cache's dirty data is written back and the
+machine is quiet (`settle`); the table shows, for each broker, the median of its runs (each
+figure on its own: rate, latency percentiles, records, broker CPU) and the ratio: the median of
+the runs' ratios (each run's minikafka figure against the reference's measured right before or
+after it), oriented so that >1.00x means minikafka is ahead (for latencies, ready time and
+memory: Kafka's figure divided by minikafka's). Paired, because this machine has slow phases
+that last tens of seconds and hit both brokers: a VM whose freed memory goes back to the host,
+so page-cache writes cost 3-4x the CPU while the guest touches memory the host must back again
+(measured: `dd` of 200 MB at 0.04 s, then 0.47 s for minutes; idempotent produce, 25 runs per
+broker back to back: minikafka 620-790k rec/s at 0.12 s of CPU a run, in a slow phase 220-290k
+at 0.45 s, Kafka 440-650k then 200-270k). The medians of each broker's runs taken apart compare
+one broker's fast runs with the other's slow ones when a phase falls inside a row; the two runs
+of a pair fall in the same phase. The median, not the best run: on 2 cores a row of a fraction
+of a second moves by a tenth to a third from run to run on either broker, and a best-of picks
+each broker's luckiest outlier (measured: idempotent produce best-of-5 0.82x where the medians
+gave 1.06x; a Kafka consume run 14% above its other four). Every row states how many records it
+wrote or read on each side, checked against what was expected, and the CPU time the broker
+process used in that run: on a loaded 2-core machine the client and the neighbours move the
+rates by a third from run to run, the CPU time far less. Brokers started here run at the
+reference broker's niceness, so `nice -n 10` on the bench slows the clients of both, never one
+broker.
 
 A row that cannot be measured on either broker (an error, a short read, a missing Kafka
 distribution for the ready row) ends the run with exit code 1 and names the row; no partial
@@ -42,7 +52,8 @@ Rows (key: what):
   produce1000  produce acks=1 round-robin over a 1,000-partition topic
   fetch1000    consume read_uncommitted from all 1,000 partitions (one consumer)
   ready        exec to Metadata answered, empty data dir, median of --ready-starts starts, each
-               once the machine is 90% idle over 0.25 s (at most 5 s later)
+               once dirty data is written back and the machine is 90% idle over 0.25 s (at most
+               30 s later; starts that never found it so are counted in the JSON, "busy")
                (Kafka: a private single-node KRaft broker on free ports, storage formatted
                before the clock starts; needs the distribution: --reference-home)
   idlerss      RSS 1 s after ready, empty data dir, median over the same starts
@@ -245,6 +256,14 @@ def pair_of(row: str, rows: list[str]) -> str | None:
     return next((a for a, b in PAIRED.items() if b == row and a in rows), None)
 
 
+def paired_ratio(metric: str, mk_runs: list[dict], ref_runs: list[dict]) -> float:
+    """The median of the runs' ratios, minikafka's run i against the reference's run i (measured
+    back to back), oriented so that >1 means minikafka is ahead."""
+    higher = METRICS[metric][1]
+    return statistics.median((a[metric] / b[metric] if higher else b[metric] / a[metric])
+                             for a, b in zip(mk_runs, ref_runs))
+
+
 def median_run(row: str, runs: list[dict]) -> dict:
     """What the table shows of a row's runs on one broker: the median of each figure (a figure
     only some runs have, such as rc/ru when its pair was not measured, is left out)."""
@@ -257,10 +276,11 @@ def median_run(row: str, runs: list[dict]) -> dict:
     return out
 
 
-def wait_quiet(idle_share: float = 0.9, window: float = 0.25, limit: float = 5.0) -> None:
+def wait_quiet(idle_share: float = 0.9, window: float = 0.25, limit: float = 5.0) -> bool:
     """Until the machine was at least `idle_share` idle over `window` seconds (at most `limit`
-    seconds). A start-up is a tenth of a second of CPU: work left over from the rows before it (the
-    shared Kafka deleting the run's topics' directories, clients exiting) would be timed with it."""
+    seconds; False if it never was). A start-up is a tenth of a second of CPU: work left over from
+    the rows before it (the shared Kafka deleting the run's topics' directories, clients exiting,
+    the write-back of their data) would be timed with it."""
     def idle():
         v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
         return sum(v), v[3] + v[4]  # all, idle + iowait
@@ -271,25 +291,39 @@ def wait_quiet(idle_share: float = 0.9, window: float = 0.25, limit: float = 5.0
         time.sleep(window)
         t1, i1 = idle()
         if t1 > t0 and (i1 - i0) / (t1 - t0) >= idle_share:
-            return
+            return True
+    return False
 
 
-def startup_rows(make, starts: int, settle: float) -> tuple[dict, dict]:
-    """Start a broker `starts` times on an empty data dir, each on a quiet machine: median ready
-    time (and the CPU time the process had used by then), median idle RSS."""
-    ready, cpu, rss = [], [], []
+def settle() -> None:
+    """Before each run (not timed): write back the page cache's dirty data, then wait until the
+    machine is quiet (at most 2 s). Every produce run leaves ~200 MB dirty; past the kernel's
+    background ratio (~2 GB here) the flusher writes them back while whichever later run is
+    timed, on either broker, shares the two cores with it."""
+    os.sync()
+    wait_quiet(limit=2.0)
+
+
+def startup_rows(make, starts: int, idle_after: float) -> tuple[dict, dict]:
+    """Start a broker `starts` times on an empty data dir, each on a quiet machine (dirty data
+    written back, then 90% idle; waited for up to 30 s, as a start measured while the machine
+    is still busy with the rows before measures that instead: 0.105-0.159 s over one run's ten
+    starts at load 3.7): median ready time (and the CPU time the process had used by then),
+    median idle RSS. `busy`: how many starts never found the machine quiet."""
+    ready, cpu, rss, busy = [], [], [], 0
     for _ in range(starts):
-        wait_quiet()
+        os.sync()
+        busy += not wait_quiet(limit=30.0)
         b = make()
         try:
             ready.append(b.ready_s)
             cpu.append(b.ready_cpu_s)
-            time.sleep(settle)  # the idle footprint, once start-up work has settled
+            time.sleep(idle_after)  # the idle footprint, once start-up work has settled
             rss.append(rss_mb(b.pid))
         finally:
             b.close()
     return ({"ready_s": statistics.median(ready), "broker_cpu_s": statistics.median(cpu),
-             "records": f"{starts} starts", "samples": ready, "cpu_samples": cpu},
+             "records": f"{starts} starts", "samples": ready, "cpu_samples": cpu, "busy": busy},
             {"rss_mb": statistics.median(rss), "records": f"{starts} starts", "samples": rss})
 
 
@@ -340,7 +374,8 @@ def render(rows_done: dict, sides: list[str], header: list[str]) -> str:
                 cells.append("")  # each broker's own ratio: nothing to compare them by
             elif len(sides) == 2:
                 mk, ref = vals
-                ratio = (mk / ref if higher else ref / mk) if (mk and ref) else float("nan")
+                ratio = res["ratio"][m] if m in res.get("ratio", {}) else (
+                    (mk / ref if higher else ref / mk) if (mk and ref) else float("nan"))
                 cells.append(f"{ratio:.2f}x")
             cells.append(" | ".join(fmt_records(res[sd]["records"]) for sd in sides) if i == 0 else "")
             cpu = [res[sd].get("broker_cpu_s") for sd in sides]
@@ -408,7 +443,8 @@ def main() -> int:
               " interpreter of the bench: a build without PGO/LTO, such as pyenv's default, is slower)",
               f"load average at start {loadavg()}"
               + (f"; reference {args.reference_bootstrap}" if args.reference_bootstrap else ""),
-              *(["ratio: how many times better minikafka is (>1.00x: ahead; latency, ready and RSS: Kafka/minikafka)"]
+              *(["ratio: how many times better minikafka is, the median of the runs' ratios (each run pairs the"
+                 " brokers back to back; >1.00x: ahead; latency, ready and RSS: Kafka/minikafka)"]
                 if args.reference_bootstrap else []),
               "records: how many each broker's runs wrote or read (median; every run checked); broker CPU s: CPU time"
               " of the broker process in a run, median (a shared Kafka's includes its other clients; ready: used"
@@ -449,6 +485,7 @@ def main() -> int:
                     done = {}
                     for g in (group if run % 4 < 2 else group[::-1]):
                         current = g
+                        settle()
                         done[g] = measure_once(g, sides[name], args)
                     if len(done) == 2 and "committed" in done:
                         done["committed"]["rc_ru"] = done["committed"]["rate"] / done["txnconsume"]["rate"]
@@ -461,6 +498,9 @@ def main() -> int:
                               + f" ({fmt_records(r['records'])} records, load {loadavg()})", file=sys.stderr, flush=True)
             for g in group:
                 results[g] = {n: median_run(g, samples[g][n]) for n in names}
+                if len(names) == 2:
+                    results[g]["ratio"] = {m: paired_ratio(m, *(samples[g][n] for n in names))
+                                           for m in ROW_METRICS[g] if m != "rc_ru" and m in samples[g][names[0]][0]}
             if row == "commit100" and "loadedrss" in rows:
                 results["loadedrss"] = {n: {"rss_mb": max(x["peak_rss_mb"] for x in samples[row][n]),
                                             "records": "peak"} for n in names}
@@ -482,8 +522,8 @@ def main() -> int:
                 results.setdefault("ready", {})[name] = rd
                 results.setdefault("idlerss", {})[name] = rs
                 print(f"  ready/idle   {name:<9} median {rd['ready_s']:.3f} s (CPU {rd['broker_cpu_s']:.2f} s),"
-                      f" {rs['rss_mb']:.1f} MB"
-                      f" (load {loadavg()})", file=sys.stderr, flush=True)
+                      f" {rs['rss_mb']:.1f} MB" + (f", {rd['busy']} of the starts on a busy machine" if rd["busy"] else "")
+                      + f" (load {loadavg()})", file=sys.stderr, flush=True)
             for r in ("ready", "idlerss"):
                 if r not in rows:
                     results.pop(r, None)
