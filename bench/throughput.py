@@ -5,31 +5,31 @@
     python bench/throughput.py --reference-bootstrap 127.0.0.1:19092  # and Kafka, with ratios
     make bench ARGS='--reference-bootstrap 127.0.0.1:19092'
 
-Starts minikafka (fresh data dir, free port, default config) and drives it and
-the reference with librdkafka (confluent-kafka), 1 KB records. Each broker is warmed up first
-(a short pass of every workload: the JVM's JIT, minikafka's caches). Every row then runs against
-both brokers back to back, alternating which goes first, --runs times (--quick-runs for the
-rows of about a second), each run once the page cache's dirty data is written back and the
-machine is quiet (`settle`); the table shows, for each broker, the median of its runs (each
-figure on its own: rate, latency percentiles, records, broker CPU) and the ratio: the median of
-the runs' ratios (each run's minikafka figure against the reference's measured right before or
-after it), oriented so that >1.00x means minikafka is ahead (for latencies, ready time and
-memory: Kafka's figure divided by minikafka's). Paired, because this machine has slow phases
-that last tens of seconds and hit both brokers: a VM whose freed memory goes back to the host,
-so page-cache writes cost 3-4x the CPU while the guest touches memory the host must back again
-(measured: `dd` of 200 MB at 0.04 s, then 0.47 s for minutes; idempotent produce, 25 runs per
-broker back to back: minikafka 620-790k rec/s at 0.12 s of CPU a run, in a slow phase 220-290k
-at 0.45 s, Kafka 440-650k then 200-270k). The medians of each broker's runs taken apart compare
-one broker's fast runs with the other's slow ones when a phase falls inside a row; the two runs
-of a pair fall in the same phase. The median, not the best run: on 2 cores a row of a fraction
-of a second moves by a tenth to a third from run to run on either broker, and a best-of picks
-each broker's luckiest outlier (measured: idempotent produce best-of-5 0.82x where the medians
-gave 1.06x; a Kafka consume run 14% above its other four). Every row states how many records it
-wrote or read on each side, checked against what was expected, and the CPU time the broker
-process used in that run: on a loaded 2-core machine the client and the neighbours move the
-rates by a third from run to run, the CPU time far less. Brokers started here run at the
-reference broker's niceness, so `nice -n 10` on the bench slows the clients of both, never one
-broker.
+Starts minikafka (fresh data dir, free port, default config) and drives it and the reference
+with librdkafka (confluent-kafka), 1 KB records. Each broker is warmed up first (a short pass of
+every workload: the JVM's JIT, minikafka's caches). Every row then runs against both brokers
+back to back, alternating which goes first, --runs times (--quick-runs for the produce and fetch
+rows of about a second, --consume-runs for the consume rows), each run once the page cache's
+dirty data is written back and the machine is quiet (`settle`); the table shows, for each
+broker, the median of its runs (each figure on its own: rate, latency percentiles, records,
+broker CPU) and the ratio: the median of the runs' ratios (each run's minikafka figure against
+the reference's measured right before or after it), oriented so that >1.00x means minikafka is
+ahead (for latencies, ready time and memory: Kafka's figure divided by minikafka's). Paired,
+because this machine has slow phases that last tens of seconds and hit both brokers: a VM whose
+freed memory goes back to the host, so page-cache writes cost 3-4x the CPU while the guest
+touches memory the host must back again (measured: `dd` of 200 MB at 0.04 s, then 0.47 s for
+minutes; idempotent produce, 25 runs per broker back to back: minikafka 620-790k rec/s at 0.12 s
+of CPU a run, in a slow phase 220-290k at 0.45 s, Kafka 440-650k then 200-270k). The medians of
+each broker's runs taken apart compare one broker's fast runs with the other's slow ones when a
+phase falls inside a row; the two runs of a pair fall in the same phase. The median, not the
+best run: on 2 cores a row of a fraction of a second moves by a tenth to a third from run to run
+on either broker, and a best-of picks each broker's luckiest outlier (measured: idempotent
+produce best-of-5 0.82x where the medians gave 1.06x; a Kafka consume run 14% above its other
+four). Every row states how many records it wrote or read on each side, checked against what was
+expected, and the CPU time the broker process used in that run: on a loaded 2-core machine the
+client and the neighbours move the rates by a third from run to run, the CPU time far less.
+Brokers started here run at the reference broker's niceness, so `nice -n 10` on the bench slows
+the clients of both, never one broker.
 
 A row that cannot be measured on either broker (an error, a short read, a missing Kafka
 distribution for the ready row) ends the run with exit code 1 and names the row; no partial
@@ -96,7 +96,18 @@ LABELS = {
 }
 
 # rows of about a second: more runs (--quick-runs) for a steadier median, at little cost
-QUICK_ROWS = {"acks1", "idempotent", "txn1000", "consume", "txnconsume", "committed", "produce1000", "fetch1000"}
+QUICK_ROWS = {"acks1", "idempotent", "txn1000", "produce1000", "fetch1000"}
+# The consume rows measure the client more than the broker (the consumer thread is busy for the
+# whole read, the broker ~a fifth of it): the two brokers are within a few percent and a run moves
+# by +-10%, so over 7 runs their medians moved 0.93-1.14x from one bench run to the next (21
+# alternating runs: 1.05x, 17 of 21 pairs ahead). More runs (--consume-runs), at ~1 s each.
+CONSUME_ROWS = {"consume", "txnconsume", "committed"}
+
+
+def runs_of(row: str, args) -> int:
+    if row in CONSUME_ROWS:
+        return max(args.runs, args.consume_runs)
+    return max(args.runs, args.quick_runs) if row in QUICK_ROWS else args.runs
 
 # metric key -> (unit shown, higher is better, format)
 METRICS = {
@@ -408,10 +419,14 @@ def main() -> int:
                     help="records over the 1,000 partitions (default 100,000)")
     ap.add_argument("--commit-seconds", type=float, default=5.0, help="length of each commitN run (default 5 s)")
     ap.add_argument("--ready-starts", type=int, default=10, help="starts for the ready/idle RSS rows (default 10)")
-    ap.add_argument("--runs", type=int, default=3,
-                    help="runs per row and broker; the table shows their median (default 3)")
+    # 5: the rows of several seconds (commits) are few runs; the 10-producer commit median is within
+    # a few percent of Kafka's, and of 21 pairs over seven bench runs 5 went to Kafka
+    ap.add_argument("--runs", type=int, default=5,
+                    help="runs per row and broker; the table shows their median (default 5)")
     ap.add_argument("--quick-runs", type=int, default=7,
-                    help="runs of the rows that take about a second (produce, consume, fetch; default 7)")
+                    help="runs of the produce and fetch rows that take about a second (default 7)")
+    ap.add_argument("--consume-runs", type=int, default=15,
+                    help="runs of the consume rows (default 15)")
     ap.add_argument("--only", help="comma-separated row keys (default: all)")
     ap.add_argument("--skip", default="", help="comma-separated row keys to leave out")
     ap.add_argument("--no-warmup", action="store_true", help="skip the warm-up pass")
@@ -438,7 +453,8 @@ def main() -> int:
     names = ["minikafka"] + (["kafka"] if args.reference_bootstrap else [])
     header = [f"minikafka side-by-side benchmark: {args.size} B records, confluent-kafka {confluent_kafka.version()[0]}"
               f" (librdkafka {confluent_kafka.libversion()[0]}), {os.cpu_count()} cores, median of {args.runs} run(s)"
-              f" ({max(args.runs, args.quick_runs)} for produce/consume rows)",
+              f" ({max(args.runs, args.quick_runs)} for produce and fetch rows, {max(args.runs, args.consume_runs)}"
+              " for consume rows)",
               f"minikafka on CPython {platform.python_version()} ({sys.executable}; the broker runs on the"
               " interpreter of the bench: a build without PGO/LTO, such as pyenv's default, is slower)",
               f"load average at start {loadavg()}"
@@ -480,7 +496,7 @@ def main() -> int:
             group = [row] + ([PAIRED[row]] if row in PAIRED and PAIRED[row] in rows else [])
             for g in group:
                 samples[g] = {n: [] for n in names}
-            for run in range(max(args.runs, args.quick_runs) if row in QUICK_ROWS else args.runs):
+            for run in range(runs_of(row, args)):
                 for name in (names if run % 2 == 0 else names[::-1]):
                     done = {}
                     for g in (group if run % 4 < 2 else group[::-1]):
