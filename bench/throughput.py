@@ -21,7 +21,7 @@ touches memory the host must back again (measured: `dd` of 200 MB at 0.04 s, the
 minutes; idempotent produce, 25 runs per broker back to back: minikafka 620-790k rec/s at 0.12 s
 of CPU a run, in a slow phase 220-290k at 0.45 s, Kafka 440-650k then 200-270k). The medians of
 each broker's runs taken apart compare one broker's fast runs with the other's slow ones when a
-phase falls inside a row; the two runs of a pair fall in the same phase. The median, not the
+phase falls inside a row; the two runs of a pair mostly fall in the same phase. The median, not the
 best run: on 2 cores a row of a fraction of a second moves by a tenth to a third from run to run
 on either broker, and a best-of picks each broker's luckiest outlier (measured: idempotent
 produce best-of-5 0.82x where the medians gave 1.06x; a Kafka consume run 14% above its other
