@@ -80,9 +80,15 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
 
 
-# The broker's options: option -> (attribute, repeatable)
-_OPTIONS = {"--config": ("config", False), "--override": ("override", True),
-            "--log-level": ("log_level", False), "--log-config": ("log_config", False)}
+# The broker's options, one table for both readers below: option -> (attribute, repeatable, metavar,
+# help; {levels} is filled in with LOG_LEVELS)
+_OPTIONS = {
+    "--config": ("config", False, None, "broker.properties file (Kafka property names)"),
+    "--override": ("override", True, "KEY=VALUE", "override one property; repeatable (as kafka-server-start.sh)"),
+    "--log-level": ("log_level", False, None,
+                    "stderr log level, one of {levels} (default INFO, or $MINIKAFKA_LOG_LEVEL)"),
+    "--log-config": ("log_config", False, None, "logging .ini file instead (see conf/logging.ini)"),
+}
 
 
 def parse_args(argv: list[str]):
@@ -92,7 +98,7 @@ def parse_args(argv: list[str]):
     value starting with '-', is read here, as argparse reads it; any other (--help, an
     abbreviation, an unknown option, a missing value) goes to argparse, for its answer and
     messages. Importing and building argparse's parser was ~2 ms of every start."""
-    values: dict = {"config": None, "override": [], "log_level": None, "log_config": None}
+    values: dict = {dest: [] if repeatable else None for dest, repeatable, _, _ in _OPTIONS.values()}
     i = 0
     while i < len(argv):
         option, eq, value = argv[i].partition("=")
@@ -104,7 +110,7 @@ def parse_args(argv: list[str]):
                 return _argparse_args(argv)
             value = argv[i]
         i += 1
-        dest, repeatable = _OPTIONS[option]
+        dest, repeatable, _, _ = _OPTIONS[option]
         if repeatable:
             values[dest].append(value)
         else:
@@ -115,12 +121,9 @@ def parse_args(argv: list[str]):
 def _argparse_args(argv: list[str]):
     import argparse
     parser = argparse.ArgumentParser(prog="minikafka", description="A small Kafka-compatible broker.")
-    parser.add_argument("--config", help="broker.properties file (Kafka property names)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one property; repeatable (as kafka-server-start.sh)")
-    parser.add_argument("--log-level", help=f"stderr log level, one of {', '.join(LOG_LEVELS)}"
-                                            " (default INFO, or $MINIKAFKA_LOG_LEVEL)")
-    parser.add_argument("--log-config", help="logging .ini file instead (see conf/logging.ini)")
+    for option, (_, repeatable, metavar, text) in _OPTIONS.items():
+        parser.add_argument(option, metavar=metavar, help=text.format(levels=", ".join(LOG_LEVELS)),
+                            **({"action": "append", "default": []} if repeatable else {}))
     return parser.parse_args(argv)
 
 
