@@ -104,7 +104,7 @@ class Broker:
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
-        self._data_event: trio.Event | None = None  # data_event
+        self._data_event: trio.Event | None = None  # made by data_event for a waiter, dropped by notify_data
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
