@@ -306,13 +306,13 @@ def wait_quiet(idle_share: float = 0.9, window: float = 0.25, limit: float = 5.0
     return False
 
 
-def settle() -> None:
+def settle(limit: float = 2.0) -> bool:
     """Before each run (not timed): write back the page cache's dirty data, then wait until the
-    machine is quiet (at most 2 s). Every produce run leaves ~200 MB dirty; past the kernel's
-    background ratio (~2 GB here) the flusher writes them back while whichever later run is
-    timed, on either broker, shares the two cores with it."""
+    machine is quiet (at most `limit` seconds; False if it never was). Every produce run leaves
+    ~200 MB dirty; past the kernel's background ratio (~2 GB here) the flusher writes them back
+    while whichever later run is timed, on either broker, shares the two cores with it."""
     os.sync()
-    wait_quiet(limit=2.0)
+    return wait_quiet(limit=limit)
 
 
 def startup_rows(make, starts: int, idle_after: float) -> tuple[dict, dict]:
@@ -323,8 +323,7 @@ def startup_rows(make, starts: int, idle_after: float) -> tuple[dict, dict]:
     median idle RSS. `busy`: how many starts never found the machine quiet."""
     ready, cpu, rss, busy = [], [], [], 0
     for _ in range(starts):
-        os.sync()
-        busy += not wait_quiet(limit=30.0)
+        busy += not settle(limit=30.0)
         b = make()
         try:
             ready.append(b.ready_s)
