@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -368,9 +369,19 @@ def minikafka_target(s: Scenario):
     tmp = Path(tempfile.mkdtemp(prefix="minikafka-fuzz-"))
     b = BrokerProcess(tmp / "data", overrides=dict(s.broker), env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX},
                       name="fuzz", features=s.features)
-    b.start()
-    warm_up(b.bootstrap, timeout=30)
-    return MinikafkaTarget(b), b.close
+
+    def close() -> None:  # the broker's data dir goes with it (as the Kafka cluster's does)
+        try:
+            b.close()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        b.start()
+        warm_up(b.bootstrap, timeout=30)
+    except BaseException:
+        close()
+        raise
+    return MinikafkaTarget(b), close
 
 
 def first_difference(s: Scenario, kafka, ours) -> str | None:
