@@ -200,21 +200,6 @@ SCENARIOS += [
 ]
 
 # ---------------------------------------------------------------- restart
-# kill -9 after DeleteRecords: Kafka had not checkpointed the log start offset, so it recovers
-# the log from its first segment and serves the deleted records again (and, its leader epoch
-# cache truncated to the new start meanwhile, no epoch for the earliest offset); minikafka
-# writes the checkpoint with the change, so the deletion stands, as on a replicated cluster's
-# replicas (DIFFERENCES.md, log-start-offset-survives-kill)
-LOG_START_KILL_DIFFERS = {
-    6: Differs("log-start-offset-survives-kill", {"topics[0].partitions[0].offset": 1,
-                                                   "topics[0].partitions[0].leader_epoch": 0}),
-    7: Differs("log-start-offset-survives-kill", {
-        "responses[0].partitions[0].error_code": 1,   # OFFSET_OUT_OF_RANGE: offset 0 is deleted
-        "responses[0].partitions[0].high_watermark": -1, "responses[0].partitions[0].last_stable_offset": -1,
-        "responses[0].partitions[0].log_start_offset": -1, "responses[0].partitions[0].records": []}),
-    8: Differs("log-start-offset-survives-kill", {"responses[0].partitions[0].log_start_offset": 1}),
-}
-
 SCENARIOS += [
     Scenario("log_start/restart_clean_after_delete_records_to_end", "Clean restart after DeleteRecords up to the "
              "log end: the log start offset, the producer's state, a retry of its last batch.", steps=[
@@ -263,7 +248,19 @@ SCENARIOS += [
         list_offsets(timestamp=-2, isolation=RU),
         fetch(offset=0, isolation=RU),
         fetch(offset=1, isolation=RU),
-    ], differs=LOG_START_KILL_DIFFERS),
+    ], differs={
+        # Kafka had not checkpointed the log start offset, so it recovers the log from its first
+        # segment and serves the deleted records again (and, its leader epoch cache truncated to the
+        # new start meanwhile, no epoch for the earliest offset); minikafka writes the checkpoint with
+        # the change, so the deletion stands, as on a replicated cluster's replicas
+        6: Differs("log-start-offset-survives-kill", {"topics[0].partitions[0].offset": 1,
+                                                       "topics[0].partitions[0].leader_epoch": 0}),
+        7: Differs("log-start-offset-survives-kill", {
+            "responses[0].partitions[0].error_code": 1,   # OFFSET_OUT_OF_RANGE: offset 0 is deleted
+            "responses[0].partitions[0].high_watermark": -1, "responses[0].partitions[0].last_stable_offset": -1,
+            "responses[0].partitions[0].log_start_offset": -1, "responses[0].partitions[0].records": []}),
+        8: Differs("log-start-offset-survives-kill", {"responses[0].partitions[0].log_start_offset": 1}),
+    }),
     Scenario("log_start/restart_clean_after_delete_records_partial", "Clean restart after DeleteRecords below "
              "the producer's last batch: its state and a retry of the last batch.", steps=[
         idem(),
