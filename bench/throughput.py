@@ -15,17 +15,11 @@ broker, the median of its runs (each figure on its own: rate, latency percentile
 broker CPU) and the ratio: the median of the runs' ratios (each run's minikafka figure against
 the reference's measured right before or after it), oriented so that >1.00x means minikafka is
 ahead (for latencies, ready time and memory: Kafka's figure divided by minikafka's). Paired,
-because this machine has slow phases that last tens of seconds and hit both brokers: a VM whose
-freed memory goes back to the host, so page-cache writes cost 3-4x the CPU while the guest
-touches memory the host must back again (measured: `dd` of 200 MB at 0.04 s, then 0.47 s for
-minutes; idempotent produce, 25 runs per broker back to back: minikafka 620-790k rec/s at 0.12 s
-of CPU a run, in a slow phase 220-290k at 0.45 s, Kafka 440-650k then 200-270k). The medians of
-each broker's runs taken apart compare one broker's fast runs with the other's slow ones when a
-phase falls inside a row; the two runs of a pair mostly fall in the same phase. The median, not the
-best run: on 2 cores a row of a fraction of a second moves by a tenth to a third from run to run
-on either broker, and a best-of picks each broker's luckiest outlier (measured: idempotent
-produce best-of-5 0.82x where the medians gave 1.06x; a Kafka consume run 14% above its other
-four). Every row states how many records it wrote or read on each side, checked against what was
+because the machine it was built on has slow phases of tens of seconds that hit both brokers (a
+VM handing freed memory back to its host): the two runs of a pair mostly fall in the same phase,
+where the medians of each broker's runs taken apart compare one broker's fast runs with the
+other's slow ones. The median, not the best run: a best-of picks each broker's luckiest outlier.
+The measurements behind both: bench/README.md. Every row states how many records it wrote or read on each side, checked against what was
 expected, and the CPU time the broker process used in that run: on a loaded 2-core machine the
 client and the neighbours move the rates by a third from run to run, the CPU time far less.
 Brokers started here run at the reference broker's niceness, so `nice -n 10` on the bench slows
