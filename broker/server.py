@@ -27,7 +27,7 @@ from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
-from .security.listeners import ANONYMOUS
+from .security.listener import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
 

@@ -1,10 +1,9 @@
 """ConsumerGroupDescribe (69, KIP-848): epochs, assignor, members with their current and
 target assignments. A classic or unknown group is GROUP_ID_NOT_FOUND."""
-from minikafka.coordinator.group.consumer_coordinator import GROUP_AUTHORIZED_OPS
 from minikafka.protocol.errors import ErrorCode
 
 from .common import NO_AUTH_OPS
-from .group_common import coordinator
+from .group_common import GROUP_AUTHORIZED_OPS, coordinator
 
 
 async def handle(conn, header, req):
