@@ -69,6 +69,16 @@ class ConsumerMember:
         return out
 
 
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """What a subscribed regex resolved to, and over which topics: resolved again by a heartbeat
+    once the topics changed. ``authorized``: resolved in a heartbeat, with only the topics its
+    principal may DESCRIBE (else outside one, with every topic, until a heartbeat resolves it)."""
+    topics: frozenset
+    resolved: frozenset
+    authorized: bool
+
+
 @dataclass
 class ConsumerGroupState:
     group_epoch: int = 0
@@ -78,6 +88,9 @@ class ConsumerGroupState:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     # the subscribed topics' metadata at the last epoch bump: {name: (topic id, partitions)}
     subscription_metadata: dict[str, tuple] = field(default_factory=dict)
+    # Kafka's resolved regular expressions: {regex: ResolvedRegex} (not written: resolved again
+    # after a load)
+    resolved_regex: dict[str, "ResolvedRegex"] = field(default_factory=dict)
 
     def state_name(self) -> str:
         """ConsumerGroup.maybeUpdateGroupState."""

@@ -15,7 +15,7 @@ import re
 from minikafka.protocol.errors import ErrorCode
 
 from .consumer import (ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, STABLE,
-                       UNREVOKED_PARTITIONS, ConsumerGroupState, ConsumerMember, assignment_eq,
+                       UNREVOKED_PARTITIONS, ConsumerGroupState, ConsumerMember, ResolvedRegex, assignment_eq,
                        copy_assignment, parse_owned, reconcile)
 from .group import Group, GroupState
 from .records import (CG_CURRENT, CG_MEMBER, CG_METADATA, CG_TARGET_MEMBER, CG_TARGET_META, cg_key, cg_value,
@@ -28,6 +28,10 @@ E = ErrorCode
 # DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer:
 # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4.1 answers 3400)
 GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+
+
+def _every_topic(topic: str) -> bool:
+    return True
 
 
 class HeartbeatError(Exception):
@@ -112,26 +116,48 @@ class ConsumerGroupMixin:
         """{name: (topic id, partitions)} of every topic some member subscribes to (names or regex)."""
         names: set[str] = set()
         for m in cg.members.values():
-            names |= self._member_topics(m, topics)
+            names |= self._member_topics(cg, m, topics)
+        used = {m.subscribed_topic_regex for m in cg.members.values()}
+        for regex in [r for r in cg.resolved_regex if r not in used]:
+            del cg.resolved_regex[regex]
         return {n: topics[n] for n in sorted(names)}
 
-    @staticmethod
-    def _member_topics(m: ConsumerMember, topics: dict) -> set[str]:
+    def _member_topics(self, cg: ConsumerGroupState, m: ConsumerMember, topics: dict) -> set[str]:
         out = {n for n in m.subscribed_topic_names if n in topics}
         if m.subscribed_topic_regex:
-            try:
-                rx = re.compile(m.subscribed_topic_regex)
-            except re.error:
-                rx = None
-            if rx is not None:
-                out |= {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+            out |= self._regex_topics(cg, m.subscribed_topic_regex, topics)
         return out
 
+    def _regex_topics(self, cg: ConsumerGroupState, regex: str, topics: dict) -> set[str]:
+        """The topics a subscribed regex resolves to. As Kafka's refreshRegularExpressions, a heartbeat
+        resolves the group's regexes with its own principal, keeping the topics it may DESCRIBE
+        (``describable`` of consumer_heartbeat); they are resolved again when the topics change."""
+        known = cg.resolved_regex.get(regex)
+        describable = self._heartbeat_describable
+        current = frozenset(topics)
+        if known is not None and (describable is None or (known.authorized and known.topics == current)):
+            return {n for n in known.resolved if n in topics}
+        try:
+            rx = re.compile(regex)
+        except re.error:
+            return set()
+        matched = {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+        if describable is not None:
+            matched = {n for n in matched if describable(n)}
+        cg.resolved_regex[regex] = ResolvedRegex(current, frozenset(matched), describable is not None)
+        return matched
+
     # ------------------------------------------------------------ heartbeat
+    # within a heartbeat: may its principal DESCRIBE a topic (the regexes it resolves keep those)
+    _heartbeat_describable = None
+
     def consumer_heartbeat(self, version: int, group_id: str, member_id: str, member_epoch: int,
                            instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                            subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions,
-                           client_id: str, client_host: str, now_ms: int) -> dict:
+                           client_id: str, client_host: str, now_ms: int, describable=None) -> dict:
+        """``describable(topic)``: may the heartbeat's principal DESCRIBE the topic (None: no
+        authorizer, every topic)."""
+        self._heartbeat_describable = describable or _every_topic
         try:
             if "consumer" not in self.config.rebalance_protocols:
                 raise HeartbeatError(E.UNSUPPORTED_VERSION, "The new group protocol is not enabled.")
@@ -148,6 +174,8 @@ class ConsumerGroupMixin:
                 topic_partitions, client_id, client_host, now_ms)
         except HeartbeatError as e:
             return _error(e.code, e.message)
+        finally:
+            self._heartbeat_describable = None
 
     def _find_member(self, g: Group, cg: ConsumerGroupState, member_id: str, member_epoch: int,
                      instance_id: str | None, owned) -> tuple[ConsumerMember, bool, str | None]:
@@ -317,7 +345,7 @@ class ConsumerGroupMixin:
         by_name: dict[str, int] = {}
         subscriptions, sizes = {}, {}
         for mid, m in cg.members.items():
-            resolved = self._member_topics(m, topics)
+            resolved = self._member_topics(cg, m, topics)
             names = list(dict.fromkeys(m.subscribed_topic_names))
             for n in set(names) | resolved:
                 by_name.setdefault(n, 0)

@@ -879,7 +879,7 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
             topics = self.topics()
             subscribed = set()
             for m in g.consumer.members.values():
-                subscribed |= self._member_topics(m, topics) | set(m.subscribed_topic_names)
+                subscribed |= self._member_topics(g.consumer, m, topics) | set(m.subscribed_topic_names)
             eligible = []
             for tp in partitions:
                 if tp[0] in subscribed:
@@ -982,7 +982,7 @@ class GroupCoordinator(GroupMigrationMixin, ConsumerGroupMixin):
             topics = self.topics()
             subscribed: set[str] = set()
             for m in g.consumer.members.values():
-                subscribed |= self._member_topics(m, topics) | set(m.subscribed_topic_names)
+                subscribed |= self._member_topics(g.consumer, m, topics) | set(m.subscribed_topic_names)
             return (lambda v: v.commit_timestamp), subscribed
         if not g.protocol_type:
             return (lambda v: v.commit_timestamp), set()  # a simple group: from the commit
