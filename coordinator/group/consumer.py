@@ -75,6 +75,16 @@ class ConsumerMember:
         return self.classic["session_timeout_ms"] if self.classic is not None else consumer_session_timeout_ms
 
 
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """What a subscribed regex resolved to, and over which topics: resolved again by a heartbeat
+    once the topics changed. ``authorized``: resolved in a heartbeat, with only the topics its
+    principal may DESCRIBE (else outside one, with every topic, until a heartbeat resolves it)."""
+    topics: frozenset
+    resolved: frozenset
+    authorized: bool
+
+
 @dataclass
 class ConsumerGroup:
     group_id: str
@@ -85,6 +95,9 @@ class ConsumerGroup:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     # the subscribed topics' metadata at the last epoch bump: {name: (topic id, partitions)}
     subscription_metadata: dict[str, tuple] = field(default_factory=dict)
+    # Kafka's resolved regular expressions: {regex: ResolvedRegex} (not written: resolved again
+    # after a load)
+    resolved_regex: dict[str, "ResolvedRegex"] = field(default_factory=dict)
     # when the group was made or last became empty
     state_timestamp_ms: int = -1
 
@@ -119,25 +132,48 @@ class ConsumerGroup:
         return None
 
 
-def member_topics(m: ConsumerMember, topics: dict) -> set[str]:
+def every_topic(topic: str) -> bool:
+    return True
+
+
+def member_topics(cg: ConsumerGroup, m: ConsumerMember, topics: dict, describable=None) -> set[str]:
     """The names of ``topics`` ({name: (topic id, partitions)}) the member subscribes to, by
-    name or by its regex."""
+    name or by its regex (resolved as regex_topics does)."""
     out = {n for n in m.subscribed_topic_names if n in topics}
     if m.subscribed_topic_regex:
-        try:
-            rx = re.compile(m.subscribed_topic_regex)
-        except re.error:
-            rx = None
-        if rx is not None:
-            out |= {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+        out |= regex_topics(cg, m.subscribed_topic_regex, topics, describable)
     return out
 
 
-def subscription_metadata(cg: ConsumerGroup, topics: dict) -> dict[str, tuple]:
-    """{name: (topic id, partitions)} of every topic some member subscribes to (names or regex)."""
+def regex_topics(cg: ConsumerGroup, regex: str, topics: dict, describable=None) -> set[str]:
+    """The topics a subscribed regex resolves to. As Kafka's refreshRegularExpressions, a heartbeat
+    resolves the group's regexes with its own principal, keeping the topics it may DESCRIBE
+    (``describable(topic)``, given within a heartbeat only); they are resolved again when the
+    topics change. Outside a heartbeat, the last resolution stands (or one over every topic)."""
+    known = cg.resolved_regex.get(regex)
+    current = frozenset(topics)
+    if known is not None and (describable is None or (known.authorized and known.topics == current)):
+        return {n for n in known.resolved if n in topics}
+    try:
+        rx = re.compile(regex)
+    except re.error:
+        return set()
+    matched = {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+    if describable is not None:
+        matched = {n for n in matched if describable(n)}
+    cg.resolved_regex[regex] = ResolvedRegex(current, frozenset(matched), describable is not None)
+    return matched
+
+
+def subscription_metadata(cg: ConsumerGroup, topics: dict, describable=None) -> dict[str, tuple]:
+    """{name: (topic id, partitions)} of every topic some member subscribes to (names or regex);
+    the resolutions of regexes no member subscribes to any more are dropped."""
     names: set[str] = set()
     for m in cg.members.values():
-        names |= member_topics(m, topics)
+        names |= member_topics(cg, m, topics, describable)
+    used = {m.subscribed_topic_regex for m in cg.members.values()}
+    for regex in [r for r in cg.resolved_regex if r not in used]:
+        del cg.resolved_regex[regex]
     return {n: topics[n] for n in sorted(names)}
 
 

@@ -22,7 +22,7 @@ from .config import GroupConfig
 from .consumer import (ASSIGNORS, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, UNRELEASED_PARTITIONS,
                        UNREVOKED_PARTITIONS, ConsumerGroup, ConsumerMember, HeartbeatError, assignment_eq,
                        copy_assignment, current_assignment_changed, current_assignment_fields, java_ordered,
-                       member_metadata_fields, member_topics, parse_owned, random_member_id, reconcile,
+                       every_topic, member_metadata_fields, member_topics, parse_owned, random_member_id, reconcile,
                        replayed_assignment, subscription_metadata)
 from .group import GroupState
 from .records import (CG_CURRENT, CG_MEMBER, CG_METADATA, CG_TARGET_MEMBER, CG_TARGET_META, cg_key, cg_value,
@@ -152,8 +152,11 @@ class ConsumerGroupManager:
     def heartbeat(self, version: int, group_id: str, member_id: str, member_epoch: int,
                   instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                   subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions,
-                  client_id: str, client_host: str, now_ms: int) -> dict:
-        """ConsumerGroupHeartbeat: a join, a heartbeat or a leave."""
+                  client_id: str, client_host: str, now_ms: int, describable=None) -> dict:
+        """ConsumerGroupHeartbeat: a join, a heartbeat or a leave. ``describable(topic)``: may the
+        heartbeat's principal DESCRIBE the topic (None: no authorizer, every topic); the regexes
+        it resolves keep only those."""
+        describable = describable or every_topic
         try:
             if "consumer" not in self.config.rebalance_protocols:
                 raise HeartbeatError(ErrorCode.UNSUPPORTED_VERSION, "The new group protocol is not enabled.")
@@ -163,11 +166,11 @@ class ConsumerGroupManager:
             if version == 0 and member_epoch == 0 and not member_id:
                 member_id = random_member_id()  # v0: the coordinator names new members (v1: the client)
             if member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(group_id, member_id, member_epoch, instance_id, now_ms)
+                return self._leave(group_id, member_id, member_epoch, instance_id, now_ms, describable)
             return self._join_or_heartbeat(
                 version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                 subscribed_topic_names, subscribed_topic_regex, server_assignor, parse_owned(topic_partitions),
-                topic_partitions, client_id, client_host, now_ms)
+                topic_partitions, client_id, client_host, now_ms, describable=describable)
         except HeartbeatError as e:
             return heartbeat_error(e.code, e.message)
 
@@ -219,7 +222,8 @@ class ConsumerGroupManager:
 
     def _join_or_heartbeat(self, version, group_id, member_id, member_epoch, instance_id, rack_id,
                            rebalance_timeout_ms, names, regex, assignor, owned, owned_raw, client_id,
-                           client_host, now_ms, classic: dict | None = None, classic_unknown: bool = False):
+                           client_host, now_ms, classic: dict | None = None, classic_unknown: bool = False,
+                           describable=None):
         """A ConsumerGroupHeartbeat join or heartbeat; with `classic` (the member's classic
         metadata), a classic member's JoinGroup to a consumer group (Kafka's
         classicGroupJoinToConsumerGroup), answered with the updated member instead."""
@@ -228,7 +232,7 @@ class ConsumerGroupManager:
             upgrade = migration.group_to_upgrade(self.classic.groups.get(group_id), self.config)
         if upgrade is not None:
             # Kafka's convertToConsumerGroup: the join upgrades a classic group with members online
-            cg, records = migration.upgraded_group(upgrade, self.topics(), now_ms)
+            cg, records = migration.upgraded_group(upgrade, self.topics(), now_ms, describable)
         else:
             cg, records = self._group_for(group_id, create=member_epoch == 0, now_ms=now_ms), []
         if classic is not None:
@@ -276,7 +280,7 @@ class ConsumerGroupManager:
             (before_meta["subscribed_topic_names"], before_meta["subscribed_topic_regex"]) != \
             (m.subscribed_topic_names, m.subscribed_topic_regex) or before_meta["server_assignor"] != m.server_assignor
         topics = self.topics()
-        sub_meta = subscription_metadata(new, topics)
+        sub_meta = subscription_metadata(new, topics, describable)
         bump = (is_new or (subs_changed and replaced is None)) or sub_meta != new.subscription_metadata
         if bump:
             new.group_epoch += 1
@@ -284,7 +288,7 @@ class ConsumerGroupManager:
             records.append((cg_key(CG_METADATA, group_id), cg_value(CG_METADATA, {"epoch": new.group_epoch})))
         if new.group_epoch > new.assignment_epoch:
             records += self._compute_target(group_id, new, topics, member_id, not is_new and replaced is None,
-                                            replaced)
+                                            replaced, describable)
         # reconcile this member towards its target
         target = new.target.get(member_id, {})
         updated = reconcile(m, new.assignment_epoch, target, owned,
@@ -327,7 +331,7 @@ class ConsumerGroupManager:
         return resp
 
     def _compute_target(self, group_id: str, cg: ConsumerGroup, topics: dict, updated: str,
-                        existed: bool, replaced: str | None) -> list:
+                        existed: bool, replaced: str | None, describable) -> list:
         """TargetAssignmentBuilder.build: a new target assignment at the group epoch, computed
         from the current target (not what members own); records for the members whose target
         changed, and the epoch. `updated` is the heartbeating member (`existed`: it was a member
@@ -336,7 +340,7 @@ class ConsumerGroupManager:
         by_name: dict[str, int] = {}
         subscriptions, sizes = {}, {}
         for mid, m in cg.members.items():
-            resolved = member_topics(m, topics)
+            resolved = member_topics(cg, m, topics, describable)
             names = list(dict.fromkeys(m.subscribed_topic_names))
             for n in set(names) | resolved:
                 by_name.setdefault(n, 0)
@@ -376,7 +380,7 @@ class ConsumerGroupManager:
         return records
 
     # ------------------------------------------------------------ leaving
-    def _leave(self, group_id, member_id, member_epoch, instance_id, now_ms) -> dict:
+    def _leave(self, group_id, member_id, member_epoch, instance_id, now_ms, describable) -> dict:
         cg = self._group_for(group_id, create=False, now_ms=now_ms)
         if instance_id is not None:
             mid = cg.static_members.get(instance_id)
@@ -400,20 +404,22 @@ class ConsumerGroupManager:
             self._install(new)
             log.info("group %s: static member %s (%s) leaves for now", group_id, member_id, instance_id)
         else:
-            err = self.remove_member(cg, member_id, now_ms, "the member left the group")
+            err = self.remove_member(cg, member_id, now_ms, "the member left the group", describable)
             if err is not None:
                 return heartbeat_error(err)
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "member_id": member_id,
                 "member_epoch": member_epoch, "heartbeat_interval_ms": 0, "assignment": None}
 
-    def remove_member(self, cg: ConsumerGroup, member_id: str, now_ms: int, why: str) -> ErrorCode | None:
+    def remove_member(self, cg: ConsumerGroup, member_id: str, now_ms: int, why: str,
+                      describable=None) -> ErrorCode | None:
         """A member leaves or is fenced (consumerGroupFenceMember): if only classic members remain,
         the group becomes a classic group again."""
         if migration.downgrades_without(cg, member_id, self.config):
             return self._downgrade(cg, member_id, now_ms)
-        return self._remove_members(cg, [member_id], now_ms, why)
+        return self._remove_members(cg, [member_id], now_ms, why, describable)
 
-    def _remove_members(self, cg: ConsumerGroup, member_ids: list, now_ms: int, why: str) -> ErrorCode | None:
+    def _remove_members(self, cg: ConsumerGroup, member_ids: list, now_ms: int, why: str,
+                        describable=None) -> ErrorCode | None:
         """Removes members in one write with one epoch bump (a LeaveGroup naming several: Kafka's
         classicGroupLeaveToConsumerGroup)."""
         gid = cg.group_id
@@ -427,7 +433,7 @@ class ConsumerGroupManager:
             records += [(cg_key(CG_CURRENT, gid, member_id), None), (cg_key(CG_TARGET_MEMBER, gid, member_id), None),
                         (cg_key(CG_MEMBER, gid, member_id), None)]
         new.group_epoch += 1
-        new.subscription_metadata = subscription_metadata(new, self.topics())
+        new.subscription_metadata = subscription_metadata(new, self.topics(), describable)
         records.append((cg_key(CG_METADATA, gid), cg_value(CG_METADATA, {"epoch": new.group_epoch})))
         err = self._try_append(gid, records, now_ms)
         if err is not None:
@@ -494,7 +500,7 @@ class ConsumerGroupManager:
         topics = self.topics()
         subscribed: set[str] = set()
         for m in cg.members.values():
-            subscribed |= member_topics(m, topics) | set(m.subscribed_topic_names)
+            subscribed |= member_topics(cg, m, topics) | set(m.subscribed_topic_names)
         return (lambda v: v.commit_timestamp), subscribed
 
     def subscribed_topic_names(self, cg: ConsumerGroup) -> set[str]:

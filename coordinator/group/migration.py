@@ -61,11 +61,12 @@ def group_to_upgrade(g: ClassicGroup | None, config: GroupConfig) -> ClassicGrou
     return g
 
 
-def upgraded_group(g: ClassicGroup, topics: dict, now_ms: int) -> tuple[ConsumerGroup, list]:
+def upgraded_group(g: ClassicGroup, topics: dict, now_ms: int, describable=None) -> tuple[ConsumerGroup, list]:
     """ConsumerGroup.fromClassicGroup and the records that write the conversion: the classic
     group's tombstone, then the consumer group (createConsumerGroupRecords). The members are
     Stable at the classic generation, their last assignment their target; a member caught in
-    a rebalance learns of it when it next heartbeats or syncs."""
+    a rebalance learns of it when it next heartbeats or syncs. (``describable``: as in
+    consumer.regex_topics.)"""
     gid, gen = g.group_id, g.generation_id
     cg = ConsumerGroup(gid, group_epoch=gen, assignment_epoch=gen, state_timestamp_ms=g.state_timestamp_ms)
     for cm in g.members.values():
@@ -88,7 +89,7 @@ def upgraded_group(g: ClassicGroup, topics: dict, now_ms: int) -> tuple[Consumer
         cg.target[m.member_id] = {t: set(ps) for t, ps in assigned.items()}
         if m.instance_id is not None:
             cg.static_members[m.instance_id] = m.member_id
-    cg.subscription_metadata = subscription_metadata(cg, topics)
+    cg.subscription_metadata = subscription_metadata(cg, topics, describable)
     records = [(group_metadata_key(gid), None)]
     records += [(cg_key(CG_MEMBER, gid, mid), cg_value(CG_MEMBER, member_metadata_fields(m)))
                 for mid, m in cg.members.items()]

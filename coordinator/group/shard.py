@@ -128,10 +128,11 @@ class GroupCoordinatorShard:
     def consumer_heartbeat(self, version: int, group_id: str, member_id: str, member_epoch: int,
                            instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
                            subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions,
-                           client_id: str, client_host: str, now_ms: int) -> dict:
+                           client_id: str, client_host: str, now_ms: int, describable=None) -> dict:
         return self.consumer.heartbeat(version, group_id, member_id, member_epoch, instance_id, rack_id,
                                        rebalance_timeout_ms, subscribed_topic_names, subscribed_topic_regex,
-                                       server_assignor, topic_partitions, client_id, client_host, now_ms)
+                                       server_assignor, topic_partitions, client_id, client_host, now_ms,
+                                       describable)
 
     def consumer_describe(self, group_id: str, ops: int) -> dict:
         return self.consumer.describe(group_id, ops)
