@@ -29,7 +29,7 @@ from .handlers.authorization import AUTHORIZATION
 from .handlers.common import AUTH_MESSAGES, CloseConnection
 from .broker import Broker
 from .security.authorizer import CLUSTER_NAME
-from .security.listeners import ANONYMOUS
+from .security.listener import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
 

@@ -5,12 +5,11 @@ Authorization as Kafka's KafkaApis.handleConsumerGroupDescribe: DESCRIBE on each
 refused ones answered first, then the others); a group whose members' current or target
 assignments name a topic the principal may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
 without its members, so that nobody learns of topics through a group."""
-from minikafka.coordinator.group.consumer_coordinator import GROUP_AUTHORIZED_OPS
 from minikafka.protocol.errors import ErrorCode
 
 from ..security import authorizer as acl
 from .common import NO_AUTH_OPS
-from .group_common import coordinator
+from .group_common import GROUP_AUTHORIZED_OPS, coordinator
 
 HIDDEN_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (68, KIP-848): join, heartbeat and leave of a consumer-protocol
 member; the answer carries the member's epoch and, when it changed (or the request
 was a full one), its assignment. The work is the group coordinator's
-(coordinator/group/consumer_coordinator.py).
+(coordinator/group/consumer_groups.py).
 
 Authorization as Kafka's KafkaApis.handleConsumerGroupHeartbeat: READ on the group (the
 dispatcher's, AUTHORIZATION), then DESCRIBE on every subscribed topic name, else the whole
