@@ -14,6 +14,7 @@ from minikafka.storage.config import LogConfig
 from minikafka.storage.dynamic_config import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
+from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
@@ -26,9 +27,6 @@ from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("minikafka.broker")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTION_TOPIC)
 PRODUCE_VERSION_ADD_PARTITION = 12  # Produce v12+: a transactional produce adds its partition (KIP-890)
 # Kafka's produce-side translation of transaction coordinator errors (ReplicaManager, AddPartitionsToTxnManager)
 VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
