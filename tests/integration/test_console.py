@@ -1,0 +1,309 @@
+"""Issue 34: ``minikafka console`` in headless Chromium against a real minikafka (and the
+reference Apache Kafka 4.1), with real transactional producers and consumer groups.
+
+1. a transaction left open shows on the overview, pinning its partition's LSO, within 2 s;
+2. a hanging transaction (KIP-664) is aborted from the page, after a confirmation: the LSO
+   reaches the HWM and a read_committed consumer then receives the records behind it;
+3. a group that read a transactional topic to the end shows read_committed lag 0, while its
+   read_uncommitted lag counts the markers (and aborted records);
+4. a transactional id and a group id made of markup render as text;
+5. no page logs an error in the browser console (checked after every browser test).
+
+Screenshots: each test's tmp_path and tests/artifacts/console/."""
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from console_kit import (Lagging, browser, group_partition, make_lagging, open_transaction,  # noqa: F401
+                         create_topic, transactional_producer)
+from harness import wait_transaction_done, wait_until
+from rawclient import RawClient
+
+MARKUP = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def console(broker):
+    c = broker.console()
+    yield c
+    c.close()
+
+
+def pinned_row(browser, topic: str, partition: int = 0) -> dict | None:
+    for r in browser.rows("tr.pin"):
+        if (r.get("topic"), r.get("partition")) == (topic, str(partition)):
+            return r
+    return None
+
+
+def offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(HWM, LSO) by ListOffsets."""
+    with RawClient.to(bootstrap) as c:
+        return c.list_offset(topic, partition), c.list_offset(topic, partition, isolation=1)
+
+
+# ------------------------------------------------------------------------------------------- 1
+def test_open_transaction_pins_the_lso_on_the_overview_within_2s(broker, console, browser, unique_topic):
+    topic = unique_topic("open")
+    tid = f"{topic}-txn"
+    create_topic(broker.bootstrap, topic, 2)
+    browser.get(console.url)
+    browser.wait(lambda: browser.seq() > 0)
+    browser.js("window.notReloaded = true;")
+    seq0 = browser.seq()
+    assert pinned_row(browser, topic) is None
+
+    producer = open_transaction(broker.bootstrap, topic, tid, records=3)  # acknowledged: it is open now
+    t0 = time.monotonic()
+    row = browser.wait(lambda: pinned_row(browser, topic), 5,
+                       message=lambda: f"no pinned row for {topic}: {browser.rows('tr.pin')}")
+    elapsed = time.monotonic() - t0
+    browser.screenshot("pinned")
+    assert elapsed < 2.0, f"shown after {elapsed:.2f} s"
+    assert (row["hwm"], row["lso"]) == ("3", "0")
+    assert tid in row["text"]
+    assert "Ongoing" in row["text"]
+    assert browser.js("return window.notReloaded === true;"), "the page was reloaded"
+    assert browser.seq() > seq0
+    assert offsets(broker.bootstrap, topic, 0) == (3, 0)
+
+    # and once committed, the partition is no longer held back
+    producer.commit_transaction(30)
+    browser.wait(lambda: pinned_row(browser, topic) is None, 5)
+    assert browser.js("return window.notReloaded === true;")
+
+
+# ------------------------------------------------------------------------------------------- 2
+def make_hanging(broker_factory, topic: str):
+    """A broker whose coordinator drops partition 1's COMMIT marker (fault hook): the
+    coordinator has completed the transaction, the partition keeps it open from offset 0, with
+    3 records after it (tests/integration/test_hanging_transactions.py makes the same)."""
+    b = broker_factory(env={"MINIKAFKA_FAULT_SKIP_MARKER": f"{topic}:1"})
+    create_topic(b.bootstrap, topic, 2)
+    tid = f"{topic}-txn"
+    p = transactional_producer(b.bootstrap, tid)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, value=f"txn-{i}".encode(), partition=0)
+        p.produce(topic, value=f"hang-{i}".encode(), partition=1)
+    p.flush(30)
+    p.commit_transaction(30)
+    wait_transaction_done(b.bootstrap, tid)
+    from confluent_kafka import Producer
+    q = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 2})
+    for i in range(3):
+        q.produce(topic, value=f"after-{i}".encode(), partition=1)
+    assert q.flush(30) == 0
+    assert offsets(b.bootstrap, topic, 1) == (8, 0)
+    assert [r.value for r in b.records(topic) if r.partition == 1] == []
+    return b, tid
+
+
+def test_abort_a_hanging_transaction_from_the_page(broker_factory, browser, unique_topic):
+    topic = unique_topic("hang")
+    b, tid = make_hanging(broker_factory, topic)
+    console = b.console()
+    browser.get(console.url)
+    row = browser.wait(lambda: next((r for r in browser.rows("tr.hanging") if r.get("topic") == topic), None), 10,
+                       message=lambda: f"no hanging row: {browser.rows('tr.pin')}")
+    assert (row["partition"], row["startOffset"]) == ("1", "0")
+    assert tid in row["text"]  # the id whose coordinator completed it
+    browser.screenshot("hanging")
+
+    from selenium.webdriver.common.by import By
+    link = browser.wait(lambda: browser.driver.find_element(
+        By.CSS_SELECTOR, f"tr.hanging[data-topic='{topic}'] a.abort"))
+    href = link.get_attribute("href")
+    browser.get(href)  # the link itself (the live part may replace it while clicked)
+    assert "Abort a hanging transaction" in browser.driver.page_source
+    browser.screenshot("confirm")
+    # nothing happens before the confirmation
+    assert offsets(b.bootstrap, topic, 1) == (8, 0)
+    browser.driver.find_element(By.ID, "confirm-abort").click()
+    result = browser.wait(lambda: browser.driver.find_element(By.ID, "abort-result").text)
+    browser.screenshot("aborted")
+    assert result.startswith("Done:"), result
+
+    hwm, lso = wait_until(lambda: (lambda o: o if o[1] == o[0] else None)(offsets(b.bootstrap, topic, 1)), 10)
+    assert hwm == lso == 9  # the ABORT marker took offset 8
+    browser.driver.find_element(By.ID, "back").click()
+    browser.wait(lambda: browser.seq() > 0 and pinned_row(browser, topic, 1) is None
+                 and not [r for r in browser.rows("tr.hanging") if r.get("topic") == topic], 10)
+    browser.screenshot("overview-after")
+
+    # a read_committed consumer now receives the records after the hanging transaction
+    from kafka import KafkaConsumer, TopicPartition
+    consumer = KafkaConsumer(bootstrap_servers=b.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest",
+                             isolation_level="read_committed", fetch_max_wait_ms=100)
+    got: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 1)])
+        wait_until(lambda: got.extend(r.value for recs in consumer.poll(timeout_ms=200).values() for r in recs)
+                   or len(got) >= 3, 20, message=lambda: f"read_committed got {got}")
+    finally:
+        consumer.close()
+    assert got == [f"after-{i}".encode() for i in range(3)]
+
+
+# ------------------------------------------------------------------------------------------- 3
+def test_group_read_to_the_end_shows_read_committed_lag_0(broker, console, browser, unique_topic):
+    topic = unique_topic("lag")
+    lag = make_lagging(broker.bootstrap, topic, f"{topic}-txn", f"{topic}-done", f"{topic}-behind")
+    assert offsets(broker.bootstrap, topic, 0) == (lag.hwm, lag.hwm)
+    browser.get(console.url + "groups")
+    done = browser.wait(lambda: (lambda r: r if r and r.get("committed-lag") == "0" else None)(
+        group_partition(browser, lag.done, topic)), 10,
+        message=lambda: f"groups: {browser.rows('tr.group-partition')}")
+    assert done["committed"] == str(lag.done_committed)
+    assert done["lag"] == str(lag.done_lag)  # the two COMMIT markers, 3 aborted records, the ABORT marker
+    behind = browser.wait(lambda: group_partition(browser, lag.behind, topic))
+    assert (behind["committed"], behind["lag"], behind["committed-lag"]) == (
+        str(lag.behind_committed), str(lag.behind_lag), str(lag.behind_committed_lag))
+    browser.screenshot("groups")
+    # the overview's summary says the same
+    browser.get(console.url)
+    summary = browser.wait(lambda: next((r for r in browser.rows("tr.group") if r.get("group") == lag.done), None))
+    assert (summary["lag"], summary["committed-lag"]) == (str(lag.done_lag), "0")
+
+
+# ------------------------------------------------------------------------------------------- 4
+def test_ids_made_of_markup_render_as_text(broker, console, browser, unique_topic):
+    topic = unique_topic("xss")
+    create_topic(broker.bootstrap, topic)
+    producer = open_transaction(broker.bootstrap, topic, MARKUP)
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": MARKUP, "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        c.close()
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    def no_markup_executed(where: str) -> None:
+        assert browser.driver.find_elements(By.TAG_NAME, "img") == [], f"{where}: an <img> element was made"
+        try:
+            alert = browser.driver.switch_to.alert
+            raise AssertionError(f"{where}: an alert opened: {alert.text}")
+        except NoAlertPresentException:
+            pass
+
+    browser.get(console.url)
+    row = browser.wait(lambda: pinned_row(browser, topic), 10)
+    assert MARKUP in row["text"]
+    browser.wait(lambda: any(r.get("group") == MARKUP for r in browser.rows("tr.group")))
+    assert MARKUP in browser.js("return document.getElementById('live').innerText;")
+    browser.screenshot("overview")
+    no_markup_executed("overview")
+
+    browser.get(console.url + "transactions")
+    row = browser.wait(lambda: next((r for r in browser.rows("tr.txn") if r.get("tid") == MARKUP), None), 10)
+    assert row["text"].startswith(MARKUP)
+    no_markup_executed("transactions")
+    browser.driver.find_element(By.CSS_SELECTOR, "tr.txn a.tid").click()  # the link to its own page
+    assert browser.wait(lambda: browser.driver.find_element(By.ID, "tid").text) == MARKUP
+    assert urllib.parse.unquote(browser.driver.current_url.split("id=", 1)[1]) == MARKUP
+    browser.screenshot("transaction")
+    no_markup_executed("transaction")
+
+    browser.get(console.url + "groups")
+    assert browser.wait(lambda: group_partition(browser, MARKUP, topic))["committed"] == "1"
+    no_markup_executed("groups")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in browser.driver.page_source
+    producer.abort_transaction(30)
+
+
+# ------------------------------------------------------------------------------------------- 5
+def test_no_page_logs_a_browser_error(broker, console, browser, unique_topic):
+    """Every page, its live updates running (a few snapshots each) and the chart drawn; the
+    browser fixture then checks the log (as after every test here)."""
+    topic = unique_topic("pages")
+    create_topic(broker.bootstrap, topic)
+    producer = open_transaction(broker.bootstrap, topic, f"{topic}-txn")
+    browser.get(console.url)
+    browser.wait(lambda: pinned_row(browser, topic), 10)
+    for path in ("", "transactions", f"transaction?id={urllib.parse.quote(topic + '-txn')}",
+                 f"partitions?topic={topic}&partition=0", "partitions?internal=1", "groups",
+                 f"abort?topic={topic}&partition=0&start_offset=0"):
+        browser.get(console.url + path)
+        if path.startswith("abort"):
+            assert "does not see this transaction as hanging" in browser.driver.page_source
+            continue
+        first = browser.wait(lambda: browser.seq() > 0 and browser.seq())
+        browser.wait(lambda: browser.seq() >= first + 2, 10, message=f"{path}: no live update")
+        if path.startswith("partitions?topic"):
+            browser.wait(lambda: browser.js("return document.querySelectorAll('#chart .uplot canvas').length > 0"))
+            browser.wait(lambda: browser.js("return document.querySelector('#chart .u-legend') !== null"))
+        assert browser.errors() == [], path
+    browser.get(console.url + f"partitions?topic={topic}&partition=0")
+    browser.wait(lambda: browser.js("return document.querySelectorAll('#chart .uplot canvas').length > 0"))
+    browser.screenshot("partitions")
+    producer.abort_transaction(30)
+
+
+# ------------------------------------------------------------------------------------------- the POST
+def http(url: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str, dict]:
+    req = urllib.request.Request(url, data=urllib.parse.urlencode(data).encode() if data is not None else None,
+                                 headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def test_abort_needs_the_sessions_csrf_token_and_a_loopback_host(broker_factory, unique_topic):
+    topic = unique_topic("csrf")
+    b, _ = make_hanging(broker_factory, topic)
+    console = b.console()
+    status, _, headers = http(console.url)
+    assert status == 200
+    assert "script-src 'self'" in headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert "httponly" in headers["set-cookie"].lower() and "samesite=strict" in headers["set-cookie"].lower()
+    confirm = console.url + f"abort?topic={topic}&partition=1&start_offset=0"
+
+    def form_of(cookie: str | None) -> tuple[str, dict]:
+        """(the session cookie, the confirmation page's form) once the console calls it hanging."""
+        def page():
+            status, body, headers = http(confirm, headers={"Cookie": cookie} if cookie else {})
+            return (status, body, headers) if 'name="csrf_token"' in body else None
+        status, body, headers = wait_until(page, 10)
+        got = cookie or headers["set-cookie"].split(";", 1)[0]
+        fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', body))
+        return got, fields
+
+    cookie, form = form_of(None)
+    other_cookie, other_form = form_of(None)
+    assert cookie != other_cookie and form["csrf_token"] != other_form["csrf_token"]
+    assert form_of(cookie)[1] == form  # the token is the session's
+    refused = [
+        http(console.url + "abort", {k: v for k, v in form.items() if k != "csrf_token"}, {"Cookie": cookie}),
+        http(console.url + "abort", form),  # no session cookie
+        http(console.url + "abort", other_form, {"Cookie": cookie}),  # another session's token
+        http(console.url + "abort", form, {"Cookie": cookie, "Origin": "http://evil.example"}),
+    ]
+    assert [r[0] for r in refused] == [403] * 4, [r[1][-300:] for r in refused]
+    assert offsets(b.bootstrap, topic, 1) == (8, 0)  # nothing aborted
+    # a page of another name (DNS rebinding) is not answered
+    port = urllib.parse.urlsplit(console.url).port
+    assert http(console.url, headers={"Host": f"evil.example:{port}"})[0] == 421
+    status, body, _ = http(console.url + "abort", form, {"Cookie": cookie,
+                                                         "Origin": console.url.rstrip("/")})
+    assert status == 200 and "Done:" in body, body[-500:]
+    wait_until(lambda: (lambda o: o[0] == o[1])(offsets(b.bootstrap, topic, 1)), 10)
+
+
+def test_read_only_console_has_no_abort(broker):
+    c = broker.console("--read-only")
+    try:
+        status, body, _ = http(c.url + "abort", {"topic": "t", "partition": "0", "start_offset": "0"})
+        assert status == 403 and "read-only" in body
+    finally:
+        c.close()
