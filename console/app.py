@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import urlencode
 
 import anyio
 import jinja2
@@ -40,6 +41,7 @@ SESSION_COOKIE = "minikafka_console_session"
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 PAGES = ("overview", "transactions", "transaction", "partitions", "groups")
 MAX_ROWS = 500  # rows of a table before "N more"
+PARTITION_ROWS = 200  # the partitions page's table (a filter narrows it)
 LIVE_WAIT = 15.0  # seconds a live request waits for a newer snapshot
 
 
@@ -117,6 +119,8 @@ def fmt_duration(ms) -> str:
     if ms is None:
         return "-"
     s = max(ms, 0) / 1000
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
     if s < 10:
         return f"{s:.1f} s"
     if s < 120:
@@ -162,9 +166,13 @@ def create_app(settings: Settings) -> Starlette:
         return secrets.token_urlsafe(32), True
 
     def html(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
+        t0, c0 = time.perf_counter(), time.thread_time()
         session, new = session_of(request)
         context.setdefault("csrf_token", csrf_token(session))
-        response = HTMLResponse(env.get_template(template).render(request=request, **context), status_code=status)
+        text = env.get_template(template).render(request=request, **context)
+        # how long the page took to make, wall and CPU (bench/console.py reads it)
+        timing = f"render;dur={(time.perf_counter() - t0) * 1000:.1f}, cpu;dur={(time.thread_time() - c0) * 1000:.1f}"
+        response = HTMLResponse(text, status_code=status, headers={"server-timing": timing})
         if new:
             response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
         return response
@@ -187,8 +195,13 @@ def create_app(settings: Settings) -> Starlette:
         snap = await hub.first()
         if snap is None:
             return html(request, "error.html", 503, message="no answer from the cluster yet", page=name)
-        return html(request, "page.html", body=f"live_{name}.html", **page_context(name, request, snap),
-                    live_query=live_query(request))
+        ctx = page_context(name, request, snap)
+        query = live_query(request)
+        if name == "partitions" and ctx["selected"] is not None and "topic" not in request.query_params:
+            # the default selection (the chart's partition) stays that of the live updates
+            query = "&".join(filter(None, [query, urlencode({"topic": ctx["selected"].topic,
+                                                               "partition": ctx["selected"].partition})]))
+        return html(request, "page.html", body=f"live_{name}.html", live_query=query, **ctx)
 
     async def live(request: Request) -> Response:
         name = request.path_params["page"]
@@ -292,13 +305,17 @@ def create_app(settings: Settings) -> Starlette:
 
 def live_query(request: Request) -> str:
     """The page's own query (its selection), for the live requests."""
-    from urllib.parse import urlencode
     return urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "since"])
 
 
 def partitions_context(snap: Snapshot, q) -> dict:
+    """The partitions shown (held back first, then by name; internal topics on request, names
+    containing ``filter``), at most PARTITION_ROWS, and the one charted."""
     show_internal = q.get("internal") == "1"
-    rows = [p for p in sorted(snap.partitions.values(), key=lambda p: p.key) if show_internal or not p.internal]
+    needle = q.get("filter", "")
+    rows = sorted((p for p in snap.partitions.values()
+                   if (show_internal or not p.internal) and needle in p.topic),
+                  key=lambda p: (not p.pinned, p.key))
     selected = None
     if "topic" in q:
         try:
@@ -308,7 +325,8 @@ def partitions_context(snap: Snapshot, q) -> dict:
     if selected is None:
         pinned = snap.pinned
         selected = pinned[0] if pinned else (rows[0] if rows else None)
-    return {"rows": rows, "selected": selected, "show_internal": show_internal}
+    return {"rows": rows, "selected": selected, "show_internal": show_internal, "filter": needle,
+            "PARTITION_ROWS": PARTITION_ROWS}
 
 
 def overview_context(snap: Snapshot) -> dict:

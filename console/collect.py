@@ -1,8 +1,8 @@
 """One poll of the cluster, through Kafka's APIs only, in a few rounds of pipelined requests:
 
 1. Metadata (brokers, topics, partition leaders).
-2. Per leader: ListOffsets latest read_uncommitted (HWM), latest read_committed (LSO) and
-   earliest (log start) of every partition; per broker: ListTransactions (the open ones;
+2. Per leader: ListOffsets latest read_uncommitted (HWM) and latest read_committed (LSO) of
+   every partition (and earliest, the log start, every ``FULL_EVERY`` polls); per broker: ListTransactions (the open ones;
    all ids every ``FULL_EVERY`` polls) and ListGroups; Fetch of ``__transaction_state``.
 3. FindCoordinator for ids and groups not seen before (cached).
 4. DescribeProducers of the partitions whose LSO lags their HWM (of all partitions every
@@ -52,6 +52,7 @@ class Collector:
         self.producers: dict[tuple[str, int], tuple[int, list[Producer]]] = {}  # when described, what
         self.all_transactions: dict[str, tuple[str, int]] = {}  # id -> (state, producer id), last full list
         self.suspects: set[tuple[str, int, int, int]] = set()  # open txns no coordinator listed last poll
+        self.log_starts: dict[tuple[str, int], int] = {}
 
     # ------------------------------------------------------------------ the poll
     def poll(self) -> Snapshot:
@@ -92,9 +93,15 @@ class Collector:
                 by_leader.setdefault(p.leader, []).append(key)
             elif p.error is None:
                 p.error = "no leader"
+        # the log start moves only with retention and DeleteRecords: asked every FULL_EVERY polls
+        # (a third of a poll's cost on the broker), as last seen in between
+        wanted = (("hwm", -1, 0), ("lso", -1, 1)) + ((("log_start", -2, 0),) if full else ())
         for node, keys in by_leader.items():
-            for what, ts, iso in (("hwm", -1, 0), ("lso", -1, 1), ("log_start", -2, 0)):
+            for what, ts, iso in wanted:
                 calls.append(Call(node, LIST_OFFSETS, list_offsets_body(keys, ts, iso), tag=what))
+        if not full:
+            for key, ps in snap.partitions.items():
+                ps.log_start = self.log_starts.get(key)
         states = [] if full else list(OPEN_STATES)
         for node in brokers:
             calls.append(Call(node, LIST_TRANSACTIONS, {"state_filters": states, "producer_id_filters": [],
@@ -130,6 +137,7 @@ class Collector:
                 for g in r.groups:
                     groups[g.group_id] = Group(g.group_id, g.get("group_type") or "classic", g.protocol_type,
                                                g.get("group_state") or "", None)
+        self.log_starts = {k: p.log_start for k, p in snap.partitions.items() if p.log_start is not None}
         self.txnlog.apply(txnlog_calls, {p: snap.partitions[(TXN_TOPIC, p)].log_start for p in txn_leaders})
         snap.timelines = self.txnlog.snapshot()
         snap.timelines_error = self.txnlog.error

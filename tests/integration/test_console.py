@@ -307,3 +307,61 @@ def test_read_only_console_has_no_abort(broker):
         assert status == 403 and "read-only" in body
     finally:
         c.close()
+
+
+# ------------------------------------------------------------------------------------------- Kafka 4.1
+@pytest.fixture(params=["minikafka", "kafka-4.1"])
+def cluster(request, broker_factory):
+    """A bootstrap address: a fresh minikafka, or a throwaway Apache Kafka 4.1 from the
+    reference distribution (tests/conformance/kafka_reference.py; REFERENCE_DIR)."""
+    if request.param == "minikafka":
+        yield broker_factory().bootstrap
+        return
+    from conformance.kafka_reference import KafkaCluster, unavailable_reason
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(f"reference Kafka unavailable: {reason}")
+    kafka = KafkaCluster()
+    try:
+        kafka.start()
+        yield kafka.bootstrap
+    finally:
+        kafka.close()
+
+
+def test_same_open_transaction_and_lags_on_minikafka_and_kafka(cluster, browser, unique_topic, tmp_path):
+    """The console reads any Kafka through its APIs: the same situation shows the same on
+    minikafka and on Apache Kafka 4.1."""
+    from minikafka.testing import ConsoleProcess
+    topic, open_topic = unique_topic("lag"), unique_topic("open")
+    lag = make_lagging(cluster, topic, f"{topic}-txn", f"{topic}-done", f"{topic}-behind")
+    create_topic(cluster, open_topic)
+    tid = f"{open_topic}-txn"
+    producer = open_transaction(cluster, open_topic, tid, records=3)
+    with ConsoleProcess(cluster, log_path=tmp_path / "console.log") as console:
+        browser.get(console.url)
+        row = browser.wait(lambda: pinned_row(browser, open_topic), 20,
+                           message=lambda: f"overview: {browser.rows('tr.pin')}\n{console.log_text()[-3000:]}")
+        assert (row["hwm"], row["lso"]) == ("3", "0")
+        assert tid in row["text"] and "Ongoing" in row["text"]
+        browser.screenshot("overview")
+        browser.get(console.url + "groups")
+        done = browser.wait(lambda: (lambda r: r if r and r.get("committed-lag") == "0" else None)(
+            group_partition(browser, lag.done, topic)), 20,
+            message=lambda: f"groups: {browser.rows('tr.group-partition')}")
+        behind = browser.wait(lambda: group_partition(browser, lag.behind, topic))
+        browser.screenshot("groups")
+        assert (done["committed"], done["lag"], done["committed-lag"]) == (str(lag.done_committed),
+                                                                           str(lag.done_lag), "0")
+        assert (behind["committed"], behind["lag"], behind["committed-lag"]) == (
+            str(lag.behind_committed), str(lag.behind_lag), str(lag.behind_committed_lag))
+        # the transaction's timeline, from __transaction_state
+        browser.get(console.url + "transaction?id=" + urllib.parse.quote(tid))
+        states = browser.wait(lambda: [r["text"].split("\t")[0].strip() for r in browser.rows("table.timeline-table tr.step")]
+                              or None, 20)
+        assert states[-1] == "Ongoing", states
+        assert "Empty" in states, states
+        assert not console.log_text().count("Traceback"), console.log_text()
+        assert browser.errors() == []
+        browser.get("about:blank")  # before the console stops: its live requests would fail
+    producer.abort_transaction(30)
