@@ -95,6 +95,8 @@ class Hub:
         self._poke.set()
 
     async def newer_than(self, seq: int, timeout: float) -> Snapshot | None:
+        if self.snapshot is not None and seq > self.snapshot.seq:
+            return self.snapshot  # a page of an earlier run of the console: start again from this one
         with anyio.move_on_after(timeout):
             while self.snapshot is None or self.snapshot.seq <= seq:
                 await self._changed.wait()

@@ -34,8 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="a Host name the console answers besides loopback's (behind a proxy, in a "
                         "container); repeatable. Without it a non-loopback --listen answers every name")
-    p.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    p.add_argument("--log-level", default="WARNING", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="stderr log level (default WARNING)")
     return p
+
+
+def parse_bootstrap(text: str) -> list[str]:
+    """``host:port[,host:port...]``; ValueError naming the option otherwise."""
+    out = []
+    for item in (i.strip() for i in text.split(",")):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ValueError(f"--bootstrap-server must be HOST:PORT[,HOST:PORT...], not {text!r}")
+        out.append(item)
+    return out
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -58,6 +70,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         host, port = parse_listen(args.listen)
+        parse_bootstrap(args.bootstrap_server)
     except ValueError as e:
         print(f"minikafka console: {e}", file=sys.stderr)
         return 2
@@ -75,8 +88,8 @@ def main(argv: list[str]) -> int:
     from minikafka.broker.tools.wire import read_command_config
     try:
         properties = read_command_config(args.command_config)
-    except (OSError, ValueError) as e:
-        print(f"minikafka console: cannot read --command-config {args.command_config}: {e}", file=sys.stderr)
+    except (OSError, ValueError) as e:  # (the broker config's ConfigError is a ValueError)
+        print(f"minikafka console: --command-config: {e}", file=sys.stderr)
         return 2
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")

@@ -143,6 +143,9 @@ class Collector:
         snap.timelines_error = self.txnlog.error
         if full:
             self.all_transactions = dict(listed)
+            # coordinators of ids and groups that are gone are forgotten
+            self.coordinators = {k: v for k, v in self.coordinators.items()
+                                 if (k[0] == TXN_KEY and k[1] in listed) or (k[0] == GROUP_KEY and k[1] in groups)}
         else:
             # ids that are open now, over the last full list (which may be up to FULL_EVERY polls old)
             for tid, (state, pid) in self.all_transactions.items():

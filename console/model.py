@@ -213,10 +213,15 @@ class History:
                     s = self.series[key] = (array("q", [-1] * self.size), array("q", [-1] * self.size))
                 s[0][i] = -1 if p.hwm is None else p.hwm
                 s[1][i] = -1 if p.lso is None else p.lso
-            for key in self.series.keys() - partitions.keys():
+            gone = self.series.keys() - partitions.keys()
+            for key in gone:
                 s = self.series[key]
                 s[0][i] = s[1][i] = -1
             self.count += 1
+            if self.count % self.size == 0:  # partitions absent for a whole ring: forgotten
+                for key in gone:
+                    if max(self.series[key][0]) < 0:
+                        del self.series[key]
 
     def of(self, key: tuple[str, int]) -> dict[str, list]:
         """{"t": [seconds], "hwm": [...], "lso": [...]}, oldest first (null where unknown)."""

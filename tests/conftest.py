@@ -36,8 +36,8 @@ pytest_plugins = ["minikafka.testing", "pytester"]
 
 _BROKERS_KEY = pytest.StashKey[list]()
 
-# the checkout's code, one folder per layer (what every broker subprocess imports)
-_CODE_DIRS = ("minikafka", "broker", "coordinator", "storage", "protocol")
+# the checkout's code, one folder per layer (what every broker and console subprocess imports)
+_CODE_DIRS = ("minikafka", "broker", "coordinator", "storage", "protocol", "console")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

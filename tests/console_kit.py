@@ -60,7 +60,7 @@ class Browser:
     def js(self, script: str, *args):
         return self.driver.execute_script(script, *args)
 
-    def wait(self, predicate, timeout: float = 10.0, message=None):
+    def wait(self, predicate, timeout: float = 20.0, message=None):
         """``predicate()`` truthy within ``timeout`` (polled every 50 ms); returns its value."""
         from selenium.common.exceptions import StaleElementReferenceException
 
@@ -169,12 +169,12 @@ def make_lagging(bootstrap: str, topic: str, transactional_id: str, done: str, b
     from confluent_kafka import Consumer, TopicPartition
     create_topic(bootstrap, topic)
     p = transactional_producer(bootstrap, transactional_id)
-    for n, commit in ((5, True), (5, True), (3, False)):
+    for n, committed in ((5, True), (5, True), (3, False)):
         p.begin_transaction()
         for i in range(n):
-            p.produce(topic, value=f"{'c' if commit else 'a'}-{i}".encode(), partition=0)
+            p.produce(topic, value=f"{'c' if committed else 'a'}-{i}".encode(), partition=0)
         p.flush(30)
-        (p.commit_transaction if commit else p.abort_transaction)(30)
+        (p.commit_transaction if committed else p.abort_transaction)(30)
     # a read_committed consumer of group `done` reads to the end and commits what it processed
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": done, "isolation.level": "read_committed",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
@@ -187,15 +187,33 @@ def make_lagging(bootstrap: str, topic: str, transactional_id: str, done: str, b
             if m is not None and not m.error():
                 got.append(m)
         assert [m.value() for m in got] == [f"c-{i}".encode() for i in range(5)] * 2, [m.value() for m in got]
-        c.commit(message=got[-1], asynchronous=False)
+        commit(c, message=got[-1])
     finally:
         c.close()
     b = Consumer({"bootstrap.servers": bootstrap, "group.id": behind, "enable.auto.commit": False})
     try:
-        b.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+        commit(b, offsets=[TopicPartition(topic, 0, 3)])
     finally:
         b.close()
     return Lagging(topic, done, behind)
+
+
+def commit(consumer, **what) -> None:
+    """A synchronous commit, again while the group coordinator answers a retriable error (a
+    Kafka just started is still loading its groups: NOT_COORDINATOR)."""
+    from confluent_kafka import KafkaError, KafkaException
+    again = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+             KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+    def attempt() -> bool:
+        try:
+            consumer.commit(asynchronous=False, **what)
+            return True
+        except KafkaException as e:
+            if not (e.args[0].retriable() or e.args[0].code() in again):
+                raise
+            return False
+    wait_until(attempt, 30, interval=0.2, message="the commit kept failing with a retriable error")
 
 
 def group_partition(browser: Browser, group: str, topic: str, partition: int = 0) -> dict | None:

@@ -20,8 +20,8 @@ import urllib.request
 
 import pytest
 
-from console_kit import (Lagging, browser, group_partition, make_lagging, open_transaction,  # noqa: F401
-                         create_topic, transactional_producer)
+from console_kit import (browser, commit, create_topic, group_partition, make_lagging,  # noqa: F401
+                         open_transaction, transactional_producer)
 from harness import wait_transaction_done, wait_until
 from rawclient import RawClient
 
@@ -110,7 +110,7 @@ def test_abort_a_hanging_transaction_from_the_page(broker_factory, browser, uniq
     b, tid = make_hanging(broker_factory, topic)
     console = b.console()
     browser.get(console.url)
-    row = browser.wait(lambda: next((r for r in browser.rows("tr.hanging") if r.get("topic") == topic), None), 10,
+    row = browser.wait(lambda: next((r for r in browser.rows("tr.hanging") if r.get("topic") == topic), None), 30,
                        message=lambda: f"no hanging row: {browser.rows('tr.pin')}")
     assert (row["partition"], row["startOffset"]) == ("1", "0")
     assert tid in row["text"]  # the id whose coordinator completed it
@@ -130,11 +130,11 @@ def test_abort_a_hanging_transaction_from_the_page(broker_factory, browser, uniq
     browser.screenshot("aborted")
     assert result.startswith("Done:"), result
 
-    hwm, lso = wait_until(lambda: (lambda o: o if o[1] == o[0] else None)(offsets(b.bootstrap, topic, 1)), 10)
+    hwm, lso = wait_until(lambda: (lambda o: o if o[1] == o[0] else None)(offsets(b.bootstrap, topic, 1)), 20)
     assert hwm == lso == 9  # the ABORT marker took offset 8
     browser.driver.find_element(By.ID, "back").click()
     browser.wait(lambda: browser.seq() > 0 and pinned_row(browser, topic, 1) is None
-                 and not [r for r in browser.rows("tr.hanging") if r.get("topic") == topic], 10)
+                 and not [r for r in browser.rows("tr.hanging") if r.get("topic") == topic], 20)
     browser.screenshot("overview-after")
 
     # a read_committed consumer now receives the records after the hanging transaction
@@ -180,7 +180,7 @@ def test_ids_made_of_markup_render_as_text(broker, console, browser, unique_topi
     from confluent_kafka import Consumer, TopicPartition
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": MARKUP, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        commit(c, offsets=[TopicPartition(topic, 0, 1)])
     finally:
         c.close()
     from selenium.common.exceptions import NoAlertPresentException
@@ -365,3 +365,67 @@ def test_same_open_transaction_and_lags_on_minikafka_and_kafka(cluster, browser,
         assert browser.errors() == []
         browser.get("about:blank")  # before the console stops: its live requests would fail
     producer.abort_transaction(30)
+
+
+def test_an_unreachable_cluster_is_shown_as_such(tmp_path):
+    """No broker on the bootstrap port: the pages say so (no traceback), and the console keeps
+    polling, so it shows the cluster once one answers there."""
+    from harness import BrokerProcess, free_port
+    from minikafka.testing import ConsoleProcess
+    port = free_port()
+    with ConsoleProcess(f"127.0.0.1:{port}", log_path=tmp_path / "console.log") as console:
+        status, body, _ = http(console.url)
+        assert status == 200 and "cannot connect to 127.0.0.1:" in body, body[-2000:]
+        with BrokerProcess(tmp_path / "data", port=port) as b:
+            create_topic(b.bootstrap, "later")
+            wait_until(lambda: "later-0" in http(console.url + "partitions")[1], 15)
+        assert "Traceback" not in console.log_text(), console.log_text()
+
+
+def test_the_consoles_principal_and_its_permissions(broker_factory, unique_topic, tmp_path):
+    """--command-config as for the other tools (SASL PLAIN here): the console sees and does what
+    its principal may. A viewer with Describe and Read sees the hanging transaction, but its abort
+    is refused (WriteTxnMarkers needs ClusterAction) and shown as such; the admin's succeeds."""
+    from harness import free_port
+    from minikafka.testing import ConsoleProcess
+    from security_kit import plain_jaas
+    topic = unique_topic("perm")
+    users = {"admin": "admin-secret", "viewer": "viewer-secret"}
+    sasl = free_port()
+    b = broker_factory(env={"MINIKAFKA_FAULT_SKIP_MARKER": f"{topic}:1"}, overrides={
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin;User:ANONYMOUS", "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(users)}, start=False)
+    b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{sasl}"
+    b.start()
+    make_hanging(lambda **kw: b, topic)  # its clients: PLAINTEXT, User:ANONYMOUS (a super user)
+    configs = {}
+    for user, password in users.items():
+        configs[user] = tmp_path / f"{user}.properties"
+        configs[user].write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                                 "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                                 f'username="{user}" password="{password}";\n')
+    import subprocess
+    import sys
+    for args in (["--topic", topic, "--operation", "Describe", "--operation", "Read"],
+                 ["--transactional-id", "*", "--operation", "Describe"],
+                 ["--cluster", "--operation", "Describe"]):
+        r = subprocess.run([sys.executable, "-m", "minikafka", "acls", "--bootstrap-server", f"127.0.0.1:{sasl}",
+                            "--command-config", str(configs["admin"]), "--add", "--allow-principal", "User:viewer",
+                            *args], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    for user, expected in (("viewer", 502), ("admin", 200)):
+        with ConsoleProcess(f"127.0.0.1:{sasl}", ["--command-config", str(configs[user])],
+                            log_path=tmp_path / f"{user}-console.log") as console:
+            confirm = console.url + f"abort?topic={topic}&partition=1&start_offset=0"
+            status, body, headers = wait_until(
+                lambda: (lambda r: r if 'name="csrf_token"' in r[1] else None)(http(confirm)), 15,
+                message=lambda: http(console.url)[1][-2000:])
+            cookie = headers["set-cookie"].split(";", 1)[0]
+            form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', body))
+            status, body, _ = http(console.url + "abort", form, {"Cookie": cookie})
+            assert status == expected, body[-1000:]
+            if user == "viewer":
+                assert "CLUSTER_AUTHORIZATION_FAILED" in body, body[-1000:]
+                assert offsets(b.bootstrap, topic, 1) == (8, 0)
+    wait_until(lambda: (lambda o: o[0] == o[1])(offsets(b.bootstrap, topic, 1)), 10)
