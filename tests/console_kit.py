@@ -62,14 +62,22 @@ class Browser:
 
     def wait(self, predicate, timeout: float = 20.0, message=None):
         """``predicate()`` truthy within ``timeout`` (polled every 50 ms); returns its value."""
-        from selenium.common.exceptions import StaleElementReferenceException
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
         def attempt():
             try:
                 return predicate()
-            except StaleElementReferenceException:
-                return None  # the live part was replaced while read: read it again
+            except (StaleElementReferenceException, NoSuchElementException, StopIteration):
+                return None  # not there yet, or the live part was replaced while read: again
         return wait_until(attempt, timeout, interval=0.05, message=message)
+
+    def click(self, find) -> None:
+        """Click the element ``find()`` returns (a Selenium element), found again if the live part
+        replaced it between finding and clicking."""
+        def attempt() -> bool:
+            find().click()
+            return True
+        self.wait(attempt)
 
     def rows(self, selector: str) -> list[dict]:
         """Each element matching ``selector``: its data-* attributes and, per cell class, the

@@ -117,22 +117,19 @@ def test_abort_a_hanging_transaction_from_the_page(broker_factory, browser, uniq
     browser.screenshot("hanging")
 
     from selenium.webdriver.common.by import By
-    link = browser.wait(lambda: browser.driver.find_element(
-        By.CSS_SELECTOR, f"tr.hanging[data-topic='{topic}'] a.abort"))
-    href = link.get_attribute("href")
-    browser.get(href)  # the link itself (the live part may replace it while clicked)
-    assert "Abort a hanging transaction" in browser.driver.page_source
+    browser.click(lambda: browser.driver.find_element(By.CSS_SELECTOR, f"tr.hanging[data-topic='{topic}'] a.abort"))
+    browser.wait(lambda: "Abort a hanging transaction" in browser.driver.page_source)
     browser.screenshot("confirm")
     # nothing happens before the confirmation
     assert offsets(b.bootstrap, topic, 1) == (8, 0)
-    browser.driver.find_element(By.ID, "confirm-abort").click()
+    browser.click(lambda: browser.driver.find_element(By.ID, "confirm-abort"))
     result = browser.wait(lambda: browser.driver.find_element(By.ID, "abort-result").text)
     browser.screenshot("aborted")
     assert result.startswith("Done:"), result
 
     hwm, lso = wait_until(lambda: (lambda o: o if o[1] == o[0] else None)(offsets(b.bootstrap, topic, 1)), 20)
     assert hwm == lso == 9  # the ABORT marker took offset 8
-    browser.driver.find_element(By.ID, "back").click()
+    browser.click(lambda: browser.driver.find_element(By.ID, "back"))
     browser.wait(lambda: browser.seq() > 0 and pinned_row(browser, topic, 1) is None
                  and not [r for r in browser.rows("tr.hanging") if r.get("topic") == topic], 20)
     browser.screenshot("overview-after")
@@ -206,8 +203,11 @@ def test_ids_made_of_markup_render_as_text(broker, console, browser, unique_topi
     row = browser.wait(lambda: next((r for r in browser.rows("tr.txn") if r.get("tid") == MARKUP), None), 10)
     assert row["text"].startswith(MARKUP)
     no_markup_executed("transactions")
-    browser.driver.find_element(By.CSS_SELECTOR, "tr.txn a.tid").click()  # the link to its own page
-    assert browser.wait(lambda: browser.driver.find_element(By.ID, "tid").text) == MARKUP
+    # the link to its own page
+    browser.click(lambda: next(r for r in browser.driver.find_elements(By.CSS_SELECTOR, "tr.txn")
+                               if r.get_attribute("data-tid") == MARKUP).find_element(By.CSS_SELECTOR, "a.tid"))
+    assert browser.wait(lambda: browser.driver.find_elements(By.ID, "tid") and
+                        browser.driver.find_element(By.ID, "tid").text) == MARKUP
     assert urllib.parse.unquote(browser.driver.current_url.split("id=", 1)[1]) == MARKUP
     browser.screenshot("transaction")
     no_markup_executed("transaction")
