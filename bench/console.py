@@ -30,9 +30,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, ROOT)  # this checkout's minikafka (the wire client), as the broker it starts
 
 import workloads as w  # noqa: E402
 from brokers import Minikafka, cpu_seconds, rss_mb  # noqa: E402
