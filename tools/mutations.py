@@ -75,9 +75,10 @@ class MutationError(Exception):
 # ===================================================================== the mutations
 
 HOUR_MS = 3_600_000
-# the marker a transaction coordinator asks a partition to write (TransactionCoordinator.write_markers)
-MARKER = ("(topic, part, md.producer_id, md.producer_epoch, md.state == S.PREPARE_COMMIT, "
-          "self.io.coordinator_epoch(self.state_partition(md.transactional_id)))")
+RUNTIME_TESTS = "tests/unit/test_transaction_runtime.py"
+# the marker a transaction coordinator's marker round asks a partition to write
+MARKER = ("Marker(topic, part, md.producer_id, md.producer_epoch, md.state == TxnState.PREPARE_COMMIT, "
+          "coordinator.state_partition(md.transactional_id))")
 
 MUTATIONS: list[Mutation] = [
     # ------------------------------------------------------------------ protocol
@@ -141,16 +142,15 @@ MUTATIONS: list[Mutation] = [
     Mutation("marker-written-to-the-wrong-partition", "coordinator",
              "a transaction's markers all go to partition 0 of each topic: partition 1 stays unstable, "
              "partition 0 gets two",
-             "TransactionCoordinator.write_markers", MARKER, MARKER.replace("(topic, part,", "(topic, 0,"),
+             "MarkerRound.next_wave", MARKER, MARKER.replace("(topic, part,", "(topic, 0,"),
              first=("txn_flow/", "markers/")),
     Mutation("abort-writes-commit-markers", "coordinator",
              "an aborted transaction's markers say COMMIT: read_committed consumers deliver aborted records",
-             "TransactionCoordinator.write_markers", MARKER,
-             MARKER.replace("md.state == S.PREPARE_COMMIT", "True"), first=("txn_flow/", "read_committed/")),
+             "MarkerRound.next_wave", MARKER,
+             MARKER.replace("md.state == TxnState.PREPARE_COMMIT", "True"), first=("txn_flow/", "read_committed/")),
     Mutation("marker-coordinator-epoch-zero", "coordinator",
              "markers carry coordinator epoch 0 instead of the state partition's leader epoch",
-             "TransactionCoordinator.write_markers", MARKER,
-             MARKER.replace("self.io.coordinator_epoch(self.state_partition(md.transactional_id))", "0"),
+             "TransactionRuntime._write_markers", "self.coordinator_epoch(markers[i].state_partition)", "0",
              first=("markers/",)),
     Mutation("init-producer-id-bumps-epoch-by-two", "coordinator",
              "InitProducerId of a known transactional id bumps its epoch by two",
@@ -166,44 +166,37 @@ MUTATIONS: list[Mutation] = [
     Mutation("zombie-end-txn-gets-invalid-producer-epoch", "coordinator",
              "EndTxn (v0-4) from a fenced producer gets INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED",
              "TransactionCoordinator.end_txn",
-             "if md.producer_epoch != epoch:\n    raise TxnError(E.PRODUCER_FENCED)",
-             "if md.producer_epoch != epoch:\n    raise TxnError(E.INVALID_PRODUCER_EPOCH)",
+             "if md.producer_epoch != epoch:\n    raise TxnError(ErrorCode.PRODUCER_FENCED)",
+             "if md.producer_epoch != epoch:\n    raise TxnError(ErrorCode.INVALID_PRODUCER_EPOCH)",
              first=("txn/init/", "txn_flow/")),
     Mutation("commit-point-not-fsynced", "coordinator",
              "with log.flush.interval.messages=1 the PrepareCommit record is not fsynced before EndTxn is "
              "answered: a power cut undoes a commit the client was told about",
-             "TransactionCoordinator._end", "await self.io.flush_state(self.state_partition(md.transactional_id))",
-             "pass", tests=(
-                 "tests/unit/test_txn_state_machine.py::test_commit_point_made_durable_when_the_flush_settings_ask",
-                 "tests/integration/test_flush.py::test_transaction_state_follows_the_flush_settings")),
+             "TransactionRuntime.run", "await self.fsync.flush(lg, lg.log_end_offset)", "pass",
+             tests=(RUNTIME_TESTS + "::test_a_commit_point_is_durable_before_it_takes_effect",)),
     Mutation("commit-point-applied-before-fsync", "coordinator",
-             "the PrepareCommit decision takes effect (markers may go out) before its record is fsynced",
-             "TransactionCoordinator._end",
+             "the PrepareCommit decision takes effect (markers may go out, EndTxn is answered) before its "
+             "record is fsynced",
+             "TransactionRuntime.run", "await self.fsync.flush(lg, lg.log_end_offset)",
              """
-             if self._append(md, candidate):
-                 await self.io.flush_state(self.state_partition(md.transactional_id))
-             """,
-             """
-             flush = self._append(md, candidate)
-             self._apply(md, candidate)
-             if flush:
-                 await self.io.flush_state(self.state_partition(md.transactional_id))
-             """, tests=(
-                 "tests/unit/test_txn_state_machine.py::test_commit_point_made_durable_when_the_flush_settings_ask",)),
+             self._apply(result)
+             await self.fsync.flush(lg, lg.log_end_offset)
+             return
+             """, tests=(RUNTIME_TESTS + "::test_a_commit_point_is_durable_before_it_takes_effect",)),
     # ------------------------------------------------------------------ coordinator (groups)
     Mutation("stale-generation-offset-commit-accepted", "coordinator",
              "an OffsetCommit of a member at an old generation is accepted (Kafka: ILLEGAL_GENERATION)",
-             "_validate_commit", "if generation_id != g.generation_id:\n    return E.ILLEGAL_GENERATION", "pass",
+             "validate_commit", "if generation_id != g.generation_id:\n    return ErrorCode.ILLEGAL_GENERATION", "pass",
              first=("classic/", "offsets/")),
     Mutation("aborted-transactional-offsets-applied", "coordinator",
              "offsets committed in a transaction that aborts become the group's committed offsets",
-             "complete_transaction", "pending = g.pending_txn_offsets.pop(producer_id)",
-             "pending = g.pending_txn_offsets.pop(producer_id)\ncommit = True",
+             "OffsetManager.complete_transaction", "pending = by_producer.pop(producer_id)",
+             "pending = by_producer.pop(producer_id)\ncommit = True",
              first=("offsets/txn", "txn_flow/")),
     Mutation("require-stable-ignored", "coordinator",
              "OffsetFetch with require_stable answers an offset a pending transaction is about to replace "
              "(Kafka: UNSTABLE_OFFSET_COMMIT)",
-             "fetch_offsets", "require_stable and g.has_pending_txn_offset(tp)", "False",
+             "OffsetManager.fetch", "require_stable and self.has_pending(group_id, tp)", "False",
              first=("offsets/txn", "txn_flow/")),
     Mutation("consumer-member-greater-epoch-accepted", "coordinator",
              "a KIP-848 heartbeat with a member epoch greater than the coordinator's is accepted "
