@@ -66,6 +66,7 @@ class FrameReader:
                  activity=None):
         self.stream = stream
         self.max_size = max_size
+        self.max_size_key = "socket.request.max.bytes"  # the setting max_size comes from (for the message)
         self.buf = bytearray()
         self.pool = pool if pool is not None else MemoryPool(-1)
         self.held = 0  # pool bytes of the last large frame, until release()
@@ -123,7 +124,7 @@ class FrameReader:
         (size,) = _SIZE.unpack_from(self.buf, 0)
         if size < 0 or size > self.max_size:
             # Kafka: InvalidReceiveException, the connection is closed
-            raise ProtocolViolation(f"invalid request size {size} (socket.request.max.bytes={self.max_size})")
+            raise ProtocolViolation(f"invalid request size {size} ({self.max_size_key}={self.max_size})")
         end = 4 + size
         if len(self.buf) < end and size >= self.DIRECT_MIN:
             frame = await (self._receive_chunks(size) if self._sock is None else self._receive_into(size))
@@ -393,6 +394,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
     broker, stream = conn.broker, conn.stream
     # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
     reader.max_size, max_size = listener.sasl_max_receive_size, reader.max_size
+    reader.max_size_key = "sasl.server.max.receive.size"
     server = None
     handshake_version = None
     while True:
@@ -409,7 +411,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
-                reader.max_size = max_size
+                reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
                 return True
             continue
         try:
@@ -465,7 +467,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
-            reader.max_size = max_size
+            reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
             return True
 
 
