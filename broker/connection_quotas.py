@@ -2,14 +2,15 @@
 have, and how fast new ones are accepted.
 
 * ``max.connections`` (broker-wide) and ``listener.name.<l>.max.connections``: at the limit the
-  listener stops accepting; new connections wait in the kernel's accept backlog until one
-  closes (Kafka's Acceptor blocks; AcceptorBlockedPercent).
+  listener stops accepting: the connection just accepted waits unserved, the next ones in the
+  kernel's accept backlog, until one closes (Kafka's Acceptor blocks; AcceptorBlockedPercent).
 * ``max.connections.per.ip`` and ``max.connections.per.ip.overrides``: a connection past its
   address's limit is accepted and closed at once, logged as Kafka logs it.
 * ``max.connection.creation.rate`` (broker-wide) and ``listener.name.<l>.max.connection.creation.rate``:
   each accepted connection is recorded in a rate over Kafka's quota window (11 samples of 1 s);
-  past the limit, the listener waits before accepting the next one for as long as it takes the
-  rate to come back to the limit, at most one window (1 s), as Kafka's QuotaUtils.boundedThrottleTime.
+  past the limit, it waits unserved (and the listener accepts nothing else) for as long as it
+  takes the rate to come back to the limit, at most one window (1 s), as Kafka's
+  QuotaUtils.boundedThrottleTime.
 
 A single broker has no inter-broker listener, so no listener is exempt from the broker-wide
 limits (Kafka's protected inter-broker listener and its closing of the least recently used
@@ -83,8 +84,8 @@ class ConnectionQuotas:
         return self.per_listener[listener] < self.listener_max[listener] and self.total < self.max_connections
 
     async def wait_for_slot(self, listener: str) -> None:
-        """Kafka's waitForConnectionSlot: before a listener accepts a connection, wait out the
-        creation-rate throttle, then until the listener and the broker are below their limits."""
+        """Kafka's waitForConnectionSlot: a connection just accepted waits out the creation-rate
+        throttle, then until the listener and the broker are below their limits."""
         started = time.monotonic()
         throttle = max(self.listener_rate[listener].record(), self.broker_rate.record())
         if throttle > 0:

@@ -33,11 +33,17 @@ class MemoryPool:
         self._waiters: deque = deque()  # (owner, trio.Event), oldest first
         self._overdraft = None  # the owner allowed past the limit until it releases its frame
         self._depleted_since: float | None = None
-        self.depleted_seconds = 0.0  # Kafka's memory-pool-depleted-time-total
+        self._depleted_before = 0.0  # seconds of the depletions that ended
 
     @property
     def available(self) -> int:
         return max(0, self.capacity - self.used) if self.capacity > 0 else 2**63 - 1
+
+    @property
+    def depleted_seconds(self) -> float:
+        """Kafka's memory-pool-depleted-time-total: how long the pool has been used up in all."""
+        since = self._depleted_since
+        return self._depleted_before + (time.monotonic() - since if since is not None else 0.0)
 
     @property
     def depleted(self) -> bool:
@@ -73,7 +79,7 @@ class MemoryPool:
         if owner is not None and owner is self._overdraft:
             self._overdraft = None
         if self._depleted_since is not None and not self.depleted:
-            self.depleted_seconds += time.monotonic() - self._depleted_since
+            self._depleted_before += time.monotonic() - self._depleted_since
             self._depleted_since = None
         self._wake()
 

@@ -619,13 +619,13 @@ _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBU
 
 async def serve_listener(broker: Broker, listener_sock: trio.SocketListener, listener,
                          task_status=trio.TASK_STATUS_IGNORED):
-    """Kafka's Acceptor: wait for a connection slot (connection limits, creation rate), accept,
-    count the connection against its address's limit, and serve it in a task of its own."""
+    """Kafka's Acceptor: accept a connection, wait for its slot (connection limits, creation rate:
+    it waits unserved, and the listener accepts nothing else meanwhile), count it against its
+    address's limit, and serve it in a task of its own."""
     quotas = broker.connection_quotas
     async with trio.open_nursery() as nursery:
         task_status.started()
         while True:
-            await quotas.wait_for_slot(listener.name)
             try:
                 stream = await listener_sock.accept()
             except OSError as e:
@@ -636,11 +636,17 @@ async def serve_listener(broker: Broker, listener_sock: trio.SocketListener, lis
                 await trio.sleep(0.1)
                 continue
             try:
+                await quotas.wait_for_slot(listener.name)
+            except BaseException:  # (the broker is shutting down)
+                stream.socket.close()
+                raise
+            try:
                 address = stream.socket.getpeername()[0]
-            except OSError:
-                address = "?"
+            except OSError:  # gone already
+                stream.socket.close()
+                continue
             if not quotas.inc(listener.name, address):
-                stream.socket.close()  # (no close_notify or TLS: the client has said nothing yet)
+                stream.socket.close()  # (before any byte: nothing to say, as Kafka's Acceptor)
                 continue
             nursery.start_soon(_connection_task, broker, stream, listener, address)
 
