@@ -49,6 +49,18 @@ def ask(sock: socket.socket, timeout: float = 10.0) -> str:
     return outcome(sock, timeout)
 
 
+def no_kafka_answer(sock: socket.socket, timeout: float = 10.0) -> bool:
+    """Whatever comes back until the broker closes is nothing or a TLS alert: never a Kafka frame."""
+    sock.settimeout(timeout)
+    got = b""
+    try:
+        while chunk := sock.recv(4096):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    return not got or got[:1] == b"\x15"
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
