@@ -493,8 +493,8 @@ async def send_response(stream, parts: list, activity=None) -> None:
         return
     sock = stream.socket
     if not _HAVE_SENDFILE:
-        for part in parts:  # no sendfile on this platform: each slice read and written as it is
-            await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)
+        for data in _pieces(parts):  # no sendfile on this platform: slices read and written a piece at a time
+            await stream.send_all(data)
         return
     fd = sock.fileno()
     await trio.lowlevel.checkpoint_if_cancelled()
@@ -518,13 +518,23 @@ async def send_response(stream, parts: list, activity=None) -> None:
 _TLS_WRITE = 1 << 20
 
 
+def _pieces(parts: list):
+    """The answer's bytes in pieces of at most ``_TLS_WRITE``: a slice of a segment file is read a
+    piece at a time, so a large Fetch answer is never in memory whole."""
+    for part in parts:
+        if not isinstance(part, FileSlice):
+            yield part
+            continue
+        for at in range(0, part.size, _TLS_WRITE):
+            yield FileSlice(part.handle, part.position + at, min(_TLS_WRITE, part.size - at)).read()
+
+
 async def _send_through(stream, parts: list, activity=None) -> None:
     """TLS (trio.SSLStream): the bytes must go through the TLS stream, never sendfile'd to the raw
     socket. Small chunks are gathered, not written one TLS record each; slices are read as they go."""
     pending: list = []
     size = 0
-    for part in parts:
-        data = part.read() if isinstance(part, FileSlice) else part
+    for data in _pieces(parts):
         pending.append(data)
         size += len(data)
         if size >= _TLS_WRITE:
