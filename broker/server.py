@@ -232,6 +232,9 @@ class Connection:
         self.last_active = trio.current_time()
         self.in_request = False
         self.reader: FrameReader | None = None
+        # what a handler asks to run once its answer is sent, before this connection's next
+        # request is read (Kafka's onComplete of a response): an async function, or None
+        self.after_answer = None
 
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
@@ -305,15 +308,19 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         conn.in_request = True
         out = await dispatch(conn, frame)
         reader.release()
+        # the answer goes out as I/O of its own: a client that never reads it is idle
         conn.in_request = False
         conn.last_active = trio.current_time()
-        try:
-            if out is not None:
-                await send_response(stream, out, conn)  # (yields to other connections)
-            else:
-                await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
-        finally:
-            conn.broker.answer_sent()
+        if out is not None:
+            await send_response(stream, out, conn)  # (yields to other connections)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
+        if conn.after_answer is not None:
+            after, conn.after_answer = conn.after_answer, None
+            conn.in_request = True
+            await after()
+            conn.in_request = False
+            conn.last_active = trio.current_time()
 
 
 async def close_idle_connections(broker: Broker) -> None:

@@ -215,10 +215,13 @@ def response_entry(res, err: KafkaError | None = None) -> dict:
 
 def config_refusal(conn, operation: int, resource_type: int, name: str) -> KafkaError | None:
     """Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic or the group, or on the cluster for
-    broker, broker-logger and client-metrics resources (and any other type). Kafka's broker refuses
-    an IncrementalAlterConfigs of a broker logger itself, without a message; the controller, which
-    answers the other alters, and DescribeConfigs give the error's."""
+    broker, broker-logger and client-metrics resources; a type the API does not know is its
+    INVALID_REQUEST whoever asks (the caller's). Kafka's broker refuses an IncrementalAlterConfigs
+    of a broker logger itself, without a message; the controller, which answers the other alters,
+    and DescribeConfigs give the error's."""
     from ..security import authorizer as acl
+    if resource_type not in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP):
+        return None
     if resource_type == TOPIC:
         if not conn.authorize(operation, acl.TOPIC, name):
             return KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
@@ -245,7 +248,10 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
         try:
             if i in dups:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            refused = conn is not None and config_refusal(conn, 11, res.resource_type, res.resource_name)  # ALTER_CONFIGS
+            # (the legacy API knows no broker logger: INVALID_REQUEST below, whoever asks)
+            legacy_logger = res.resource_type == BROKER_LOGGER and logger_apply is None
+            refused = conn is not None and not legacy_logger and \
+                config_refusal(conn, 11, res.resource_type, res.resource_name)  # ALTER_CONFIGS
             if refused:
                 raise refused
             check_entries(res.configs, incremental=incremental)

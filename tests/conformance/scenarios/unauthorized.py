@@ -147,6 +147,28 @@ SCENARIOS = [
         call(42, 2, {"groups_names": ["{g}"]}, conn=BOB),
         call(15, 5, {"groups": ["{g}"], "include_authorized_operations": False}),
     ]),
+    Scenario("unauth/groups/offsets_of_undescribable_topics",
+             "Bob may READ the group and DESCRIBE {t}, not {u}: OffsetFetch of every offset leaves {u} out (v7, v8), "
+             "of {u} by name is TOPIC_AUTHORIZATION_FAILED; OffsetCommit and OffsetDelete of {u} are "
+             "TOPIC_AUTHORIZATION_FAILED (READ on the topic), of {t} too (DESCRIBE is not READ); ListGroups "
+             "shows the group.", broker=SECURED_STRICT, topics=TWO_TOPICS, steps=[
+        call(8, 8, {"group_id": "{g}", "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+                    "retention_time_ms": -1, "topics": [
+                        {"name": t, "partitions": [{"partition_index": 0, "committed_offset": 1,
+                                                    "committed_leader_epoch": -1, "committed_metadata": ""}]}
+                        for t in ("{t}", "{u}")]}),
+        create_acls(bob_acl(GROUP, "{g}", READ), bob_acl(TOPIC, "{t}", DESCRIBE)),
+        call(9, 7, {"group_id": "{g}", "topics": None, "require_stable": True}, conn=BOB,
+             until={"error_code": 0}),
+        call(9, 8, {"groups": [{"group_id": "{g}", "topics": None}], "require_stable": True}, conn=BOB),
+        call(9, 7, {"group_id": "{g}", "topics": [{"name": "{u}", "partition_indexes": [0]},
+                                                  {"name": "{t}", "partition_indexes": [0]}],
+                    "require_stable": True}, conn=BOB),
+        simple_commit(conn=BOB),
+        call(47, 0, {"group_id": "{g}", "topics": [{"name": "{u}", "partitions": [{"partition_index": 0}]}]},
+             conn=BOB),
+        call(16, 5, {"states_filter": [], "types_filter": []}, conn=BOB),
+    ]),
     Scenario("unauth/transactions/all",
              "A principal without ACLs on a transactional id admin uses: FindCoordinator, InitProducerId, "
              "AddPartitionsToTxn (v3; v4, the brokers' form, needs CLUSTER_ACTION), AddOffsetsToTxn, "
@@ -206,6 +228,15 @@ SCENARIOS = [
         incremental_alter((CONFIG_GROUP, "{g}", "consumer.session.timeout.ms", "50000"), conn=BOB),
         incremental_alter((CLIENT_METRICS, "{c}", "interval.ms", "60000"), conn=BOB),
         describe_configs((TOPIC, "{t}")),
+    ]),
+    Scenario("unauth/cluster/config_resource_types",
+             "The config resource types the scenario above leaves out: the legacy AlterConfigs of a broker logger "
+             "and of client metrics, and an unknown resource type in each config API.", broker=SECURED_STRICT, steps=[
+        alter_configs((BROKER_LOGGER, "1", "kafka.server.KafkaApis", "DEBUG"), conn=BOB),
+        alter_configs((CLIENT_METRICS, "{c}", "interval.ms", "60000"), conn=BOB),
+        describe_configs((99, "{c}"), conn=BOB),
+        alter_configs((99, "{c}", "interval.ms", "60000"), conn=BOB),
+        incremental_alter((99, "{c}", "interval.ms", "60000"), conn=BOB),
     ]),
     Scenario("unauth/cluster/operations",
              "A principal without ACLs: DescribeLogDirs, ElectLeaders, DescribeUserScramCredentials, "
