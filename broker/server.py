@@ -16,6 +16,7 @@ import fcntl
 import logging
 import os
 import re
+import select
 import struct
 import termios
 import time
@@ -232,6 +233,7 @@ class Connection:
         self.last_active = trio.current_time()
         self.in_request = False
         self.reader: FrameReader | None = None
+        self.sock = getattr(stream, "socket", None)  # the TCP socket (under TLS too)
         # what a handler asks to run once its answer is sent, before this connection's next
         # request is read (Kafka's onComplete of a response): an async function, or None
         self.after_answer = None
@@ -328,7 +330,9 @@ async def close_idle_connections(broker: Broker) -> None:
     read or written for that long, and no request being handled, is closed: also one that
     never completes its TLS handshake, its SASL exchange or a frame. Checked a few times per
     idle period (at most every second), so a connection goes at most a quarter of the period
-    (or a second) late."""
+    (or a second) late. A connection whose bytes are waiting to be read is not idle (as Kafka's
+    Selector handles a poll's ready channels before it expires any): after the broker itself
+    could not run for a while, its clients' requests are read, not taken for silence."""
     idle_s = broker.config["connections.max.idle.ms"] / 1000
     if idle_s < 0:
         return
@@ -336,8 +340,17 @@ async def close_idle_connections(broker: Broker) -> None:
         await trio.sleep(max(0.01, min(idle_s / 4, 1.0)))
         limit = trio.current_time() - idle_s
         for conn in list(broker.connections):
-            if not conn.in_request and conn.last_active <= limit:
+            if not conn.in_request and conn.last_active <= limit and not _readable(conn.sock):
                 conn.scope.cancel()
+
+
+def _readable(sock) -> bool:
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile
+        return False
 
 
 def failed_authentication(conn: Connection, reason: str) -> None:
