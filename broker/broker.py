@@ -19,6 +19,7 @@ from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from .config import ConfigError
 from .group_commit import GroupCommit
+from .log_dirs import LogDirMover
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
@@ -99,7 +100,8 @@ class Broker:
         self.metrics = Metrics()
         self.connections: set = set()  # the server's open client connections (idle expiry)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
-        self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
+        self.logs = LogManager(config["log.dirs"], self.default_log_config, node_id=self.node_id)
+        self.log_dir_mover = LogDirMover(self)  # partition moves between log dirs (AlterReplicaLogDirs)
         self.advertised: dict[str, tuple[str, int]] = {}
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
@@ -186,6 +188,7 @@ class Broker:
         producer-state expiry, retention, checkpoints and log cleaning."""
         cfg = self.config
         nursery.start_soon(self._write_txn_markers)
+        self.log_dir_mover.start(nursery)
         nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
         nursery.start_soon(self._every, cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
                            self.txn_coordinator.abort_timed_out)

@@ -62,22 +62,33 @@ def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], difference
             continue
         for path, kv, ov in differences(k["request"], o["request"]):
             out.append(f"{where}: request field {path}: Kafka's run sent {kv!r}, ours {ov!r}")
-        declared = scenario.differs.get(k["step"])
+        declared = declared_at(scenario, k["step"])
         ours_flat = flatten(o["response"])
         for path, kv, ov in differences(k["response"], o["response"]):
-            if declared is not None and any(_under(path, p) for p in declared.ours):
+            if any(_under(path, p) for d in declared for p in d.ours):
                 continue
             out.append(f"{where}: field {path}: Kafka {kv!r}, minikafka {ov!r}")
-        for p, want in (declared.ours.items() if declared is not None else ()):
-            got = {q: v for q, v in ours_flat.items() if _under(q, p)}
-            if got != flatten(want, p):
-                out.append(f"{where}: field {p} is declared different from Kafka ({declared.reason}) as "
-                           f"{want!r}, but minikafka answered {got!r}")
+        for d in declared:
+            for p, want in d.ours.items():
+                got = {q: v for q, v in ours_flat.items() if _under(q, p)}
+                if got != flatten(want, p):
+                    out.append(f"{where}: field {p} is declared different from Kafka ({d.reason}) as "
+                               f"{want!r}, but minikafka answered {got!r}")
     if len(out) > 40:
         out = out[:40] + [f"... and {len(out) - 40} more differences"]
     if len(kafka_steps) != len(our_steps):
         out.append(f"{name}: Kafka's transcript has {len(kafka_steps)} steps, ours {len(our_steps)}")
     return out
+
+
+def declared_at(scenario, step: int) -> list:
+    """The Differs a scenario declares for a step (one, or a list of them for several reasons)."""
+    d = scenario.differs.get(step)
+    return [] if d is None else list(d) if isinstance(d, (list, tuple)) else [d]
+
+
+def all_declared(scenario) -> list:
+    return [d for step in scenario.differs for d in declared_at(scenario, step)]
 
 
 def _under(path: str, prefix: str) -> bool:

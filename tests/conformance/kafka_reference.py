@@ -29,7 +29,7 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
-from .dsl import SASL_USERS, admin_only, sasl_listener_settings, secured, ssl_listener_settings
+from .dsl import SASL_USERS, admin_only, log_dirs_setting, sasl_listener_settings, secured, ssl_listener_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
@@ -131,6 +131,8 @@ class KafkaNode:
             cfg["process.roles"] = "broker"
             cfg["listeners"] = cfg["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
         cfg.update(c.overrides)
+        if "log.dirs" in c.overrides:   # dsl.TWO_LOG_DIRS: dirs inside this node's data dir
+            cfg["log.dirs"] = log_dirs_setting(c.overrides, self.data)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.conf.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
 
