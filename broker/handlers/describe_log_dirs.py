@@ -9,7 +9,6 @@ max(HW - LEO, 0) = 0. v4+: the volume's total and usable bytes (Java's FileStore
 import os
 
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 
 
 def _space(path: str) -> tuple[int, int]:
@@ -19,8 +18,6 @@ def _space(path: str) -> tuple[int, int]:
 
 async def handle(conn, header, req):
     broker = conn.broker
-    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: DESCRIBE on the cluster
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "results": []}
     lm = broker.logs
     wanted = None
     if req.topics is not None:
