@@ -134,12 +134,14 @@ class LogDirMover:
                 if future.log_end_offset > leo:
                     await trio.to_thread.run_sync(future.truncate_to, leo)
                     continue
-                if future.log_end_offset < current.log_start_offset:
+                start = current.log_start_offset
+                if future.log_end_offset < start and future.log_end_offset < current.batch_base_at(start):
                     # the current replica's start passed the copy's end (retention, DeleteRecords)
-                    start = current.batch_base_at(current.log_start_offset)
-                    await trio.to_thread.run_sync(future.truncate_fully_and_start_at, start)
+                    await trio.to_thread.run_sync(future.truncate_fully_and_start_at, current.batch_base_at(start))
                     continue
-                r = current.read(future.log_end_offset, CHUNK, max_offset=leo) if future.log_end_offset < leo else None
+                # (from the batch holding the log start offset when the copy starts inside it)
+                r = (current.read(max(future.log_end_offset, start), CHUNK, max_offset=leo)
+                     if future.log_end_offset < leo else None)
                 # within a chunk of the end: the read reached the log end in the active segment
                 near_end = (r is None or r.slice is None
                             or (len(r.slice) < CHUNK and future.log_end_offset >= current.active_segment.base_offset))

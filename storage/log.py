@@ -177,6 +177,12 @@ class UnifiedLog:
         return self.segments[-1]
 
     @property
+    def closed(self) -> bool:
+        """Closed: the broker shut down, the partition was deleted, or its replica was replaced
+        by one in another log dir."""
+        return self._closed
+
+    @property
     def log_end_offset(self) -> int:
         return self.next_offset
 

@@ -5,10 +5,9 @@ not one of ``log.dirs`` (compared as given, an absolute path) is LOG_DIR_NOT_FOU
 this broker lacks UNKNOWN_TOPIC_OR_PARTITION; the partition's current dir, or the dir it is
 already moving to, is a success with nothing to do, and the current dir stops a move in progress.
 A partition named under several dirs goes to the last one (Kafka keeps a map of them). A principal
-without ALTER on the cluster gets CLUSTER_AUTHORIZATION_FAILED for every partition (recorded:
-log_dirs/*)."""
+without ALTER on the cluster (authorization.py) gets CLUSTER_AUTHORIZATION_FAILED for every
+partition (error_response; recorded: log_dirs/*)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
-from ..security import authorizer as acl
 
 
 def _by_topic(codes: dict) -> list:
@@ -27,14 +26,12 @@ def _moves(req) -> dict:
     return moves
 
 
-def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+def error_response(req, code: ErrorCode, message: str | None = None, version: int = 0) -> dict:
     """AlterReplicaLogDirsRequest.getErrorResponse: the error for every partition."""
     return {"throttle_time_ms": 0, "results": _by_topic({tp: code for tp in _moves(req)})}
 
 
 async def handle(conn, header, req):
-    if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: ALTER on the cluster
-        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     mover = conn.broker.log_dir_mover
     codes = {}
     for (topic, partition), path in _moves(req).items():

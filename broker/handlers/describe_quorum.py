@@ -9,20 +9,17 @@ controller's requests on the broker's own listener).
 
 Only a request for exactly partition 0 of ``__cluster_metadata`` is answered; anything else gets
 UNKNOWN_TOPIC_OR_PARTITION in each partition named (recorded: quorum/*). A principal without
-DESCRIBE on the cluster gets CLUSTER_AUTHORIZATION_FAILED."""
+DESCRIBE on the cluster gets CLUSTER_AUTHORIZATION_FAILED (authorization.py)."""
 from minikafka.protocol.errors import ErrorCode
 from ..broker import now_ms
-from ..security import authorizer as acl
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_HOSTED = "This server does not host this topic-partition."
 CONTROLLER_LISTENER = "CONTROLLER"
 
 
-def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
-    """DescribeQuorumResponse.singletonErrorResponse: the error alone."""
-    if message is None and code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
-        message = "Cluster authorization failed."
+def error_response(req, code: ErrorCode, message: str | None = None, version: int = 0) -> dict:
+    """DescribeQuorumResponse's error answer: the error alone (v2: with its message)."""
     return {"error_code": int(code), "error_message": message, "topics": [], "nodes": []}
 
 
@@ -34,8 +31,6 @@ def _unknown(p) -> dict:
 
 async def handle(conn, header, req):
     broker = conn.broker
-    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
-        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     ours = (len(req.topics) == 1 and req.topics[0].topic_name == METADATA_TOPIC
             and [p.partition_index for p in req.topics[0].partitions] == [0])
     if not ours:

@@ -3,15 +3,15 @@ configs, of the types asked for (v1; none: every type), as Kafka's broker lists 
 this broker and its loggers (by node id), the groups with config overrides, the client metrics
 resources (none: minikafka keeps no CLIENT_METRICS configs). v0 lists client metrics resources
 only. A type it does not know answers UNSUPPORTED_VERSION with nothing listed; a principal without
-DESCRIBE_CONFIGS on the cluster CLUSTER_AUTHORIZATION_FAILED (recorded: config_resources/*)."""
+DESCRIBE_CONFIGS on the cluster CLUSTER_AUTHORIZATION_FAILED (authorization.py; recorded:
+config_resources/*)."""
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 from .alter_configs_common import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 
 TYPES = (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)
 
 
-def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+def error_response(req, code: ErrorCode, message: str | None = None, version: int = 0) -> dict:
     return {"throttle_time_ms": 0, "error_code": int(code), "config_resources": []}
 
 
@@ -26,8 +26,6 @@ def _names(broker, resource_type: int) -> list[str]:
 
 
 async def handle(conn, header, req):
-    if not conn.authorize(acl.DESCRIBE_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
-        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     types = [CLIENT_METRICS] if header.api_version == 0 else list(dict.fromkeys(req.resource_types)) or list(TYPES)
     if any(t not in TYPES for t in types):
         return error_response(req, ErrorCode.UNSUPPORTED_VERSION)

@@ -196,8 +196,9 @@ def test_move_under_load_shows_the_future_replica_and_keeps_every_record(broker_
     check_every_ack(b, topic, load)
 
 
-@pytest.mark.parametrize("crash", ["copying", "clean-restart", "logdir.before_commit", "logdir.after_commit",
-                                   "logdir.after_future_rename", "logdir.after_swap"])
+# (each step of the swap, and a clean restart mid-copy, in tests/unit/test_storage_log_dir_moves.py)
+@pytest.mark.parametrize("crash", ["copying", "logdir.before_commit", "logdir.after_commit",
+                                   "logdir.after_future_rename"])
 def test_crash_during_a_move_leaves_exactly_one_copy(broker_factory, tmp_path, crash):
     fault = crash.startswith("logdir.")
     b, dirs = two_dir_broker(broker_factory, tmp_path, env={"MINIKAFKA_FAULT": crash} if fault else None)
@@ -208,7 +209,7 @@ def test_crash_during_a_move_leaves_exactly_one_copy(broker_factory, tmp_path, c
     target = next(d for d in dirs if d != source)
     load = Load(b.bootstrap, topic, "c")
     try:
-        wait_until(lambda: load.acked_bytes() >= 2 << 20, 60, message="2 MB acknowledged")
+        wait_until(lambda: load.acked_bytes() >= 1 << 20, 60, message="1 MB acknowledged")
         with RawClient.to(b.bootstrap) as c:
             if not fault:
                 set_throttle(c, 50 << 10)
@@ -219,13 +220,13 @@ def test_crash_during_a_move_leaves_exactly_one_copy(broker_factory, tmp_path, c
             else:
                 wait_until(lambda: any(p[3] and p[1] > 0 for p in describe(c, topic)[target]), 30,
                            message=lambda: f"a future replica in {target}: {describe(c, topic)}")
-                b.restart(kill=crash == "copying")
+                b.restart(kill=True)
         on_disk = copies_on_disk(dirs, topic)
         assert not [n for names in on_disk.values() for n in names if n.endswith("-delete")], on_disk
         complete = [d for d, names in on_disk.items() if f"{topic}-0" in names]
         assert len(complete) == 1, on_disk
         with RawClient.to(b.bootstrap) as c:
-            if crash in ("copying", "clean-restart", "logdir.before_commit"):
+            if crash in ("copying", "logdir.before_commit"):
                 # not committed: the partition is where it was; its copy goes on
                 assert complete == [source], on_disk
                 if not fault:
@@ -234,7 +235,7 @@ def test_crash_during_a_move_leaves_exactly_one_copy(broker_factory, tmp_path, c
                 assert complete == [target] and on_disk[source] == [], on_disk
             wait_until(lambda: moved_to(c, topic, target), 60, message=lambda: f"moved: {describe(c, topic)}")
         acked_before = len(load.acked)
-        wait_until(lambda: len(load.acked) >= acked_before + 1000, 90, message="records after the restart")
+        wait_until(lambda: len(load.acked) >= acked_before + 300, 90, message="records after the restart")
     finally:
         load.stop()
     assert copies_on_disk(dirs, topic) == {source: [], target: [f"{topic}-0"]}
@@ -260,19 +261,20 @@ def test_topic_deleted_and_records_deleted_during_a_move(broker_factory, tmp_pat
         assert r.responses[0].error_code == 0
         wait_until(lambda: all(not names for names in copies_on_disk(dirs, "gone").values()), 30,
                    message=lambda: f"no copy of the deleted topic left: {copies_on_disk(dirs, 'gone')}")
-        # records deleted from the current replica meanwhile: the moved one starts where it did
-        assert c.delete_records("trimmed", 0, 150) == (0, 150)
+        # records deleted from the current replica meanwhile (up to inside a batch): the moved one
+        # starts where it did
+        assert c.delete_records("trimmed", 0, 152) == (0, 152)
         produce_more = c.produce("trimmed", 0, make_batch([b"after"]))
         assert produce_more.error_code == 0
         set_throttle(c, None)
         wait_until(lambda: moved_to(c, "trimmed", targets["trimmed"]), 60, message="moved")
-        assert c.list_offset("trimmed", 0, timestamp=-2) == 150
+        assert c.list_offset("trimmed", 0, timestamp=-2) == 152
         assert c.list_offset("trimmed", 0) == 201
-        assert c.fetch("trimmed", 0, 100).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-        _, batches = c.fetch_all("trimmed", 0, start=150)
-        offsets = [r.offset for _, records in batches for r in records if r.offset >= 150]
-        assert offsets == list(range(150, 201)) and batches[-1][1][-1].value == b"after"
+        assert c.fetch("trimmed", 0, 151).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        _, batches = c.fetch_all("trimmed", 0, start=152)
+        offsets = [r.offset for _, records in batches for r in records if r.offset >= 152]
+        assert offsets == list(range(152, 201)) and batches[-1][1][-1].value == b"after"
     b.restart()
     with RawClient.to(b.bootstrap) as c:
         assert where(c, "trimmed") == targets["trimmed"]
-        assert c.list_offset("trimmed", 0, timestamp=-2) == 150
+        assert c.list_offset("trimmed", 0, timestamp=-2) == 152
