@@ -114,6 +114,7 @@ class LogDirMover:
         return LONG_MAX
 
     async def _wait_for_quota(self) -> None:
+        await trio.lowlevel.checkpoint()  # (a turn for others at every step of a copy)
         while True:
             bound = self.throttle()
             if bound >= LONG_MAX or self.rate.measure(time.monotonic()) <= bound:
