@@ -63,11 +63,14 @@ class LogDirMover:
         self._nursery = None
         self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # README, "Fault injection"
 
-    def start(self, nursery) -> None:
-        """Start the background work: resume the moves a restart interrupted."""
-        self._nursery = nursery
-        for future in self.broker.logs.future_logs():
-            self._spawn((future.topic, future.partition), future)
+    async def run(self) -> None:
+        """The broker's background service (scheduler.Service): resume the moves a restart
+        interrupted, then run each move AlterReplicaLogDirs starts, until shutdown."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for future in self.broker.logs.future_logs():
+                self._spawn((future.topic, future.partition), future)
+            await trio.sleep_forever()
 
     def _spawn(self, tp, future) -> None:
         if self._nursery is not None:
