@@ -19,10 +19,12 @@ from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
 from .log_dirs import LogDirMover
+from .connection_quotas import ConnectionQuotas
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
+from .memory_pool import MemoryPool
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
 from .scheduler import Periodic, Service
 from .transaction_runtime import TransactionRuntime
@@ -100,6 +102,8 @@ class Broker:
         self.config = config
         self.metrics = Metrics()
         self.connections: set = set()  # the server's open client connections (idle expiry)
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
+        self.connection_quotas = ConnectionQuotas(config, config.listeners)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager(config["log.dirs"], self.default_log_config, node_id=self.node_id)
         self.log_dir_mover = LogDirMover(self)  # partition moves between log dirs (AlterReplicaLogDirs)
