@@ -645,12 +645,15 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
     started = time.perf_counter()
-    if broker.authorizer is not None and (api.enabled is None or api.enabled(broker)):
-        # (an API the broker's settings turn off answers UNSUPPORTED_VERSION before any check, as Kafka)
+    refused = None
+    if api.enabled is not None and not api.enabled(broker):
+        # an API the broker's settings or features turn off: UNSUPPORTED_VERSION before any check, as Kafka
+        refused = ErrorCode.UNSUPPORTED_VERSION, None
+    elif broker.authorizer is not None:
         refused = refusal(conn, api_key, body)
-        if refused is not None:
-            broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
-            return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
+    if refused is not None:
+        broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+        return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
     try:
         response = await handlers.handler(api_key).handle(conn, header, body)
     except (CloseConnection, trio.Cancelled):
