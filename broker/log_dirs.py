@@ -89,7 +89,7 @@ class LogDirMover:
         if future_dir is not None and future_dir != path:
             # another destination (the current dir included): the move in progress stops
             lm.abandon_future(tp)
-        current = self.broker.get_log(topic, partition)
+        current = self.broker.replicas.get_log(topic, partition)
         if current is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if lm.log_dir_of(topic, partition) == path or lm.future_log_dir_of(topic, partition) == path:
@@ -161,7 +161,7 @@ class LogDirMover:
                         continue
                     lm.replace_current_with_future(*tp, fault=self._fault)
                     swapped = True
-                    self.broker.notify_data()
+                    self.broker.replicas.notify_data()
                     await trio.to_thread.run_sync(lm.remove_deleted_dir, current.dir)  # (renamed -delete)
                     return
                 data = await trio.to_thread.run_sync(r.slice.read)
@@ -175,7 +175,7 @@ class LogDirMover:
                     await trio.to_thread.run_sync(future.flush)
         except OSError as e:
             if lm.future_log(*tp) is future:
-                self.broker.log_dir_failed(e)
+                self.broker.replicas.log_dir_failed(e)
             # else: the copy was abandoned while a step ran (its dir renamed or removed)
         except KafkaError as e:
             if lm.future_log(*tp) is future:
