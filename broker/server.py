@@ -27,6 +27,7 @@ from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.common import CloseConnection
 from .broker import Broker
+from .quotas import quota_now_ms
 from .security.listeners import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
@@ -155,6 +156,28 @@ class Connection:
         self.scope = trio.CancelScope()
         self.last_active = trio.current_time()
         self.in_request = False
+        # client quotas (broker/quotas.py), while some quota exists: the request's client id,
+        # its running time when it started (request_percentage), the throttle it got
+        # the delegation token a SASL/SCRAM session authenticated with (tokenauth=true): it may
+        # not manage tokens, and lasts while the token does
+        self.token_id: str | None = None
+        self.client_id = ""
+        self.request_start: float | None = None
+        self.request_throttle: int | None = None
+        self.throttle_ms = 0
+
+    def request_quota_throttle(self) -> int:
+        """Count the running time of the request being handled against the client's
+        request_percentage quota (once a request; Fetch asks before it builds its answer, as
+        Kafka's): the throttle time in ms, 0 within the quota."""
+        if self.request_throttle is None:
+            self.request_throttle = 0
+            if self.request_start is not None:
+                quotas = self.broker.quotas
+                spent = quotas.clock.now(trio.lowlevel.current_task()) - self.request_start
+                self.request_throttle = quotas.request.record(self.principal, self.client_id, spent * 100,
+                                                              quota_now_ms())
+        return self.request_throttle
 
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
@@ -181,6 +204,8 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
     except OSError:
         peer = "?"
     conn = Connection(broker, stream, listener.name, peer)
+    if broker.quotas is not None and await _connection_throttled(broker, conn):
+        return
     broker.metrics.connections += 1
     broker.connections.add(conn)
     try:
@@ -202,8 +227,25 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
     finally:
         broker.metrics.connections -= 1
         broker.connections.discard(conn)
+        if broker.quotas is not None and broker.quotas.clock is not None:
+            broker.quotas.clock.forget(trio.lowlevel.current_task())
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(conn.stream)
+
+
+async def _connection_throttled(broker: Broker, conn: Connection) -> bool:
+    """connection_creation_rate (Kafka's ConnectionQuotas): a connection from an address over
+    its rate is held unread for the throttle time, then closed."""
+    ms = broker.quotas.connections.throttle_ms(conn.host, quota_now_ms())
+    if not ms:
+        return False
+    log.debug("Delaying closing of connection from %s for %d ms", conn.host, ms)
+    try:
+        await trio.sleep(ms / 1000)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(conn.stream)
+    return True
 
 
 async def _serve_connection(conn: Connection, stream, listener) -> None:
@@ -222,6 +264,10 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         frame = await reader.read_frame()
         if frame is None or conn.scope.cancel_called:
             return  # (expired while the frame came in: no handler is ever cancelled midway)
+        if conn.token_id is not None and not conn.broker.tokens.valid(conn.token_id):
+            # a session authenticated with a delegation token ends with the token (Kafka closes a
+            # channel whose session expired and was not re-authenticated)
+            raise CloseConnection("the delegation token of this session expired or was removed")
         conn.in_request = True
         out = await dispatch(conn, frame)
         if out is not None:
@@ -229,8 +275,24 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
         conn.broker.answer_sent()
+        if conn.request_start is not None or conn.throttle_ms:
+            await _after_quota_checks(conn)
         conn.in_request = False
         conn.last_active = trio.current_time()
+
+
+async def _after_quota_checks(conn: Connection) -> None:
+    """After the answer: the time its sending took counts toward request_percentage without
+    throttling (Kafka's network thread time), and a throttled client's connection is muted (no
+    request read from it) for its throttle time, as Kafka mutes the channel."""
+    if conn.request_start is not None:
+        quotas = conn.broker.quotas
+        spent = quotas.clock.now(trio.lowlevel.current_task()) - conn.request_start
+        quotas.request.record_no_throttle(conn.principal, conn.client_id, spent * 100, quota_now_ms())
+        conn.request_start = None
+    if conn.throttle_ms:
+        await trio.sleep(conn.throttle_ms / 1000)
+        conn.throttle_ms = 0
 
 
 async def close_idle_connections(broker: Broker) -> None:
@@ -331,6 +393,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
+                conn.token_id = getattr(server, "token_id", None)
                 reader.max_size = max_size
                 return True
             continue
@@ -369,7 +432,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             if not ok:
                 failed_authentication(conn, f"Unsupported SASL mechanism {mechanism}")
                 return await close_after_failed_authentication(conn)
-            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup)
+            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup, broker.tokens)
             handshake_version = version
             continue
         # SaslAuthenticate
@@ -387,6 +450,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
+            conn.token_id = getattr(server, "token_id", None)
             reader.max_size = max_size
             return True
 
@@ -506,6 +570,9 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         header, body = schema.decode_request(frame)
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
+    quotas = broker.quotas
+    if quotas is not None and quotas.any_client_quota:
+        _start_quota_checks(conn, header, quotas)
     started = time.perf_counter()
     try:
         response = await handlers.handler(api_key).handle(conn, header, body)
@@ -518,9 +585,45 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         raise CloseConnection("internal error") from None
     finally:
         broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+    if quotas is not None and quotas.any_client_quota:
+        _throttle(conn, api_key, body, len(frame), response, quotas)
     if response is None:  # acks=0 produce: no response at all
         return None
     return schema.encode_response_parts(api_key, version, corr, response)
+
+
+# APIs whose requests count toward no request_percentage quota: cluster actions (Kafka answers
+# them with sendResponseExemptThrottle)
+_QUOTA_EXEMPT = {27}
+
+
+def _start_quota_checks(conn: Connection, header, quotas) -> None:
+    conn.client_id = header.client_id or ""
+    conn.request_throttle = None
+    conn.throttle_ms = 0
+    if quotas.request.enabled and header.api_key not in _QUOTA_EXEMPT:
+        conn.request_start = quotas.watch_time().now(trio.lowlevel.current_task())
+
+
+def _throttle(conn: Connection, api_key: int, body, size: int, response, quotas) -> None:
+    """Kafka's KafkaApis throttling: the larger of the request-time and the byte-rate throttle
+    goes in the answer's throttle_time_ms, and the connection is muted that long once the answer
+    is out. A Produce counts its request size (acks=0: no request time, Kafka exempts it); a
+    Fetch has counted its answer's size itself (handlers/fetch.py)."""
+    throttle = 0
+    if api_key == 0:
+        if quotas.produce.enabled:
+            throttle = quotas.produce.record(conn.principal, conn.client_id, size, quota_now_ms())
+        if body.acks == 0:
+            conn.request_throttle = 0
+            conn.request_start = None
+    if isinstance(response, dict):
+        throttle = max(throttle, response.get("throttle_time_ms") or 0)
+    throttle = max(throttle, conn.request_quota_throttle())
+    if throttle > 0:
+        if isinstance(response, dict):
+            response["throttle_time_ms"] = throttle
+        conn.throttle_ms = throttle
 
 
 async def serve_listener(broker: Broker, sock, listener, task_status=trio.TASK_STATUS_IGNORED):
