@@ -159,8 +159,9 @@ class Connection:
         # client quotas (broker/quotas.py), while some quota exists: the request's client id,
         # its running time when it started (request_percentage), the throttle it got
         # the delegation token a SASL/SCRAM session authenticated with (tokenauth=true): it may
-        # not manage tokens, and lasts while the token does
+        # not manage tokens, and the session ends at the token's expiry (ms since the epoch)
         self.token_id: str | None = None
+        self.session_expiry_ms: int | None = None
         self.client_id = ""
         self.request_start: float | None = None
         self.request_throttle: int | None = None
@@ -264,10 +265,10 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         frame = await reader.read_frame()
         if frame is None or conn.scope.cancel_called:
             return  # (expired while the frame came in: no handler is ever cancelled midway)
-        if conn.token_id is not None and not conn.broker.tokens.valid(conn.token_id):
-            # a session authenticated with a delegation token ends with the token (Kafka closes a
-            # channel whose session expired and was not re-authenticated)
-            raise CloseConnection("the delegation token of this session expired or was removed")
+        if conn.session_expiry_ms is not None and time.time() * 1000 > conn.session_expiry_ms:
+            # a session authenticated with a delegation token ends at the token's expiry as it was
+            # at login: Kafka closes a channel whose session expired and was not re-authenticated
+            raise CloseConnection("the session's delegation token expired")
         conn.in_request = True
         out = await dispatch(conn, frame)
         if out is not None:
@@ -393,7 +394,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
-                conn.token_id = getattr(server, "token_id", None)
+                _token_session(conn, server)
                 reader.max_size = max_size
                 return True
             continue
@@ -450,9 +451,15 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
-            conn.token_id = getattr(server, "token_id", None)
+            _token_session(conn, server)
             reader.max_size = max_size
             return True
+
+
+def _token_session(conn: Connection, server) -> None:
+    token_id = getattr(server, "token_id", None)
+    if token_id is not None:
+        conn.token_id, conn.session_expiry_ms = token_id, server.token_expiry
 
 
 _HAVE_SENDFILE = hasattr(os, "sendfile")

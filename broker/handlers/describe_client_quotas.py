@@ -3,7 +3,6 @@ default, or any specified name per entity type; strict: no other entity types), 
 ClientQuotasImage.describe answers them."""
 from ..quotas import DescribeError, describe_client_quotas
 from ..security import authorizer as acl
-from .common import AUTH_MESSAGES
 from minikafka.protocol.errors import ErrorCode
 
 
@@ -13,8 +12,8 @@ def error_response(req, code, message):
 
 async def handle(conn, header, req):
     if not conn.authorize(acl.DESCRIBE_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
-        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        return error_response(req, code, AUTH_MESSAGES[code])
+        # Kafka (recorded): the error code alone, no message (the exception's is the default one)
+        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     try:
         found = describe_client_quotas(conn.broker.client_quotas.entities,
                                        [(c.entity_type, c.match_type, c.match) for c in req.components], req.strict)

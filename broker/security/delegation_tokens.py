@@ -173,7 +173,3 @@ class DelegationTokenManager:
         t = self.tokens.get(token_id) if self.enabled else None
         return None if t is None else split_principal(t["owner"])[1]
 
-    def valid(self, token_id: str) -> bool:
-        """Is the token still there and unexpired (a session authenticated with it lasts as long)."""
-        t = self.tokens.get(token_id)
-        return t is not None and t["expiry"] >= self.clock_ms() and t["max"] >= self.clock_ms()

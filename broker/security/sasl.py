@@ -173,6 +173,7 @@ class ScramServer:
             if owner is None:
                 self._fail()  # Kafka: "Token Authentication failed: Invalid tokenId", sent as this
             cred = self.tokens.scram_credential(username, self.mechanism)
+            self.token_expiry = self.tokens.tokens[username]["expiry"]
             self.token_id, username = username, owner
         else:
             cred = self.lookup(username)

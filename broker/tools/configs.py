@@ -229,10 +229,6 @@ def parse_args(argv: list[str]):
         for n in names:
             if n and ip_literal(n) is None and normalized_address(n) is None:
                 raise CommandError(f"The entity name for ips must be a valid IP or resolvable host, but it is: {n}")
-    if types[0] == "clients" and len(types) == 2:   # kept as (users, clients), as Kafka's tool orders them
-        types.reverse()
-        if len(names) == 2:
-            names.reverse()
     args.types, args.names = types, names
     return args
 

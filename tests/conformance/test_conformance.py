@@ -51,9 +51,10 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
         if reason:
             pytest.skip(f"the SSL listener of secured scenarios: {reason}")
         port, sasl_port, ssl_port = free_port(), free_port(), free_port()
-        overrides.update(**sasl_listener_settings(sasl_port), **ssl_listener_settings(),
-                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
-                                   f"SSL://127.0.0.1:{ssl_port}")
+        # the scenario's own settings win (a SASL mechanism list), as on the Kafka side
+        overrides = {**sasl_listener_settings(sasl_port), **ssl_listener_settings(), **overrides,
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                                  f"SSL://127.0.0.1:{ssl_port}"}
     b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
                       env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
                       features=scenario.features)
