@@ -117,6 +117,11 @@ class Normalizer:
             if generated and (generated[1] == "conformance" or generated[1] in self.by_real):
                 member = self.members.setdefault(generated[2], f"M{len(self.members) + 1}")
                 return member if generated[1] == "conformance" else f"{self.by_real[generated[1]]}-{member}"
+            if obj not in self.by_real and ":" in obj:
+                # a principal naming one of the run's names ("User:{o}", a USER resource's name)
+                kind, _, name = obj.partition(":")
+                if name in self.by_real:
+                    return f"{kind}:{self.by_real[name]}"
             return self.by_real.get(obj, obj)
         if isinstance(obj, uuid.UUID):
             return self.topic_id(obj)
