@@ -1,12 +1,10 @@
 """AlterClientQuotas (49): set or remove quotas of user, client-id and ip entities, validated as
 Kafka's ClientQuotaControlManager (broker/quotas.py), stored durably before the answer
-(storage.dynamic_config.ClientQuotaStore) and applied to the quota managers at once."""
+(storage.dynamic_config.ClientQuotaStore) and applied to the quota managers at once.
+ALTER_CONFIGS on the cluster (handlers/authorization.py)."""
 import trio
 
 from ..quotas import IP, alter_client_quotas, ip_literal, normalized_address
-from ..security import authorizer as acl
-from .common import AUTH_MESSAGES
-from minikafka.protocol.errors import ErrorCode
 
 
 def _entity(entry) -> dict:
@@ -14,8 +12,9 @@ def _entity(entry) -> dict:
     return {e.entity_type: e.entity_name for e in entry.entity}
 
 
-def error_response(req, code, message):
-    """Kafka's AlterClientQuotasRequest.getErrorResponse: every entry, its entity as sent, the error."""
+def error_response(req, code, message, version=None):
+    """Kafka's AlterClientQuotasRequest.getErrorResponse: every entry, its entity as sent, the error
+    and its message."""
     return {"throttle_time_ms": 0, "entries": [
         {"error_code": int(code), "error_message": message,
          "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
@@ -23,9 +22,6 @@ def error_response(req, code, message):
 
 
 async def handle(conn, header, req):
-    if not conn.authorize(acl.ALTER_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
-        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-        return error_response(req, code, AUTH_MESSAGES[code])
     entries = [(_entity(e), [(op.key, None if op.remove else op.value) for op in e.ops]) for e in req.entries]
     # an ip entity may name a host: looked up in a worker thread, never on the event loop
     names = {ent[IP] for ent, _ in entries if ent.get(IP)}

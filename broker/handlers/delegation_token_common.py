@@ -1,5 +1,5 @@
 """What the four delegation token APIs share: Kafka's KafkaApis.allowTokenRequests."""
-from ..security.listeners import ANONYMOUS
+from ..security.listener import ANONYMOUS
 
 
 def token_requests_allowed(conn) -> bool:

@@ -1,19 +1,19 @@
 """DescribeClientQuotas (48): the stored quotas of the entities a filter matches (exact name,
 default, or any specified name per entity type; strict: no other entity types), as Kafka's
-ClientQuotasImage.describe answers them."""
+ClientQuotasImage.describe answers them. DESCRIBE_CONFIGS on the cluster (handlers/authorization.py)."""
 from ..quotas import DescribeError, describe_client_quotas
-from ..security import authorizer as acl
-from minikafka.protocol.errors import ErrorCode
+from .common import AUTH_MESSAGES
 
 
-def error_response(req, code, message):
+def error_response(req, code, message, version=None):
+    """Kafka's DescribeClientQuotasRequest.getErrorResponse: the error at the top, no entries; the
+    message only when it is not the error's default one (ApiError.fromThrowable)."""
+    if message is not None and message == AUTH_MESSAGES.get(code):
+        message = None
     return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "entries": None}
 
 
 async def handle(conn, header, req):
-    if not conn.authorize(acl.DESCRIBE_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
-        # Kafka (recorded): the error code alone, no message (the exception's is the default one)
-        return error_response(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
     try:
         found = describe_client_quotas(conn.broker.client_quotas.entities,
                                        [(c.entity_type, c.match_type, c.match) for c in req.components], req.strict)

@@ -19,9 +19,12 @@ async def handle(conn, header, req):
     # v3+ (KIP-360): a producer recovering its own id names it and its epoch; both or neither
     if (req.producer_id == -1) != (req.producer_epoch == -1):
         return _error(ErrorCode.INVALID_REQUEST, v)
-    # Kafka: WRITE on the transactional id; an idempotent producer needs IDEMPOTENT_WRITE on
-    # the cluster or WRITE on some topic (KIP-679)
+    # Kafka: WRITE on the transactional id, and TWO_PHASE_COMMIT on it to enable 2PC (KIP-939); an
+    # idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679)
     if req.transactional_id is not None and not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
+        return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, header.api_version)
+    if v >= 6 and req.enable2_pc and not conn.authorize(acl.TWO_PHASE_COMMIT, acl.TRANSACTIONAL_ID,
+                                                        req.transactional_id):
         return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, header.api_version)
     if req.transactional_id is None and not (conn.authorize(acl.IDEMPOTENT_WRITE, acl.CLUSTER, acl.CLUSTER_NAME)
                                              or conn.authorize_any(acl.WRITE, acl.TOPIC)):
