@@ -1,6 +1,6 @@
 """DescribeDelegationToken (41): the tokens of the given owners (null: every owner) that the
-requester owns or renews, or may DESCRIBE (DELEGATION_TOKEN resource) or whose owner it may
-DESCRIBE_TOKENS (USER resource), with their HMACs (Kafka's DelegationTokenManager.filterToken)."""
+requester owns, requested or renews, or may DESCRIBE (DELEGATION_TOKEN resource) or whose owner
+it may DESCRIBE_TOKENS (USER resource), with their HMACs (Kafka's DelegationTokenManager.filterToken)."""
 from minikafka.protocol.errors import ErrorCode
 from ..security import authorizer as acl
 from ..security.delegation_tokens import principal, split_principal

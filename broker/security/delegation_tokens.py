@@ -130,11 +130,12 @@ class DelegationTokenManager:
 
     def describe(self, requester: str, owners: list[str] | None, authorize_token, authorize_owner) -> list[dict]:
         """The tokens the requester may see (Kafka's DelegationTokenManager.filterToken): of the
-        given owners (as owner or renewer), its own (as owner or renewer), or ones it is allowed to
-        DESCRIBE (DELEGATION_TOKEN) or whose owner it may DESCRIBE_TOKENS (USER)."""
+        given owners, its own, or ones it is allowed to DESCRIBE (DELEGATION_TOKEN) or whose owner
+        it may DESCRIBE_TOKENS (USER); a principal's tokens are those it owns, requested or renews
+        (TokenInformation.ownerOrRenewer)."""
         out = []
         for token_id, t in self.tokens.items():
-            mine = lambda p: t["owner"] == p or p in t["renewers"]  # noqa: E731
+            mine = lambda p: t["owner"] == p or t["requester"] == p or p in t["renewers"]  # noqa: E731
             if owners is not None and not any(mine(o) for o in owners):
                 continue
             if not (mine(requester) or authorize_token(token_id) or authorize_owner(t["owner"])):

@@ -44,20 +44,33 @@ def test_rate_rolls_samples_and_keeps_num_plus_one():
     assert len(r.samples) <= 4
 
 
-def test_a_steady_client_converges_to_its_quota():
-    """Sending as fast as the throttle lets it: after the first window's allowance (a fresh rate
-    counts as ten windows long, so ten seconds' quota goes at once, as in Kafka) the rate is the
-    quota (what the 1 MB/s integration test measures end to end)."""
-    m = ClientQuotaManager("Produce", 11, 1)
+def _send_as_allowed(num_samples: int, seconds: int) -> dict[int, int]:
+    """A client sending 100 KB as soon as its throttle lets it, under 1 MiB/s: {time ms: bytes}."""
+    m = ClientQuotaManager("Produce", num_samples, 1)
     m.update(None, "c", 1_048_576.0)
     now, sent = 0, {}
-    while now < 60_000:
+    while now < seconds * 1000:
         sent[now] = 100_000
         now += max(m.record("User:ANONYMOUS", "c", 100_000, now), 5)
-    burst = sum(v for t, v in sent.items() if t < 1000)
-    assert 10 * 1_048_576 <= burst <= 12 * 1_048_576
-    steady = sum(v for t, v in sent.items() if 20_000 <= t < 50_000) / 30
-    assert steady == pytest.approx(1_048_576, rel=0.05)
+    return sent
+
+
+def _rate(sent: dict[int, int], start_s: int, end_s: int) -> float:
+    return sum(v for t, v in sent.items() if start_s * 1000 <= t < end_s * 1000) / (end_s - start_s)
+
+
+def test_a_throttled_client_gets_its_quota_in_the_long_run():
+    """A fresh rate counts as ten windows long, so ten seconds' quota goes at once (as in Kafka); past
+    it the long-run rate is the quota. With Kafka's 11 one-second samples the client goes in bursts
+    (an old sample leaving the window makes room at once): a 30 s average is 0.77-1.11 of the quota
+    (Kafka 4.1 measured with kafka-python: 0.75-1.13); with 3 samples it is within 4%."""
+    sent = _send_as_allowed(11, 300)
+    assert 10 * 1_048_576 <= _rate(sent, 0, 1) <= 12 * 1_048_576
+    assert _rate(sent, 20, 290) == pytest.approx(1_048_576, rel=0.02)
+    windows = [_rate(sent, s, s + 30) / 1_048_576 for s in range(20, 260)]
+    assert 0.7 < min(windows) < 0.85 and 1.05 < max(windows) < 1.15
+    sent = _send_as_allowed(3, 300)
+    assert all(_rate(sent, s, s + 30) == pytest.approx(1_048_576, rel=0.05) for s in range(20, 260))
 
 
 # ------------------------------------------------------------------ precedence (DefaultQuotaCallback)

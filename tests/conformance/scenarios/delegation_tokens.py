@@ -121,8 +121,8 @@ SCENARIOS = [
              "shorter than the renewal time (expiry = maximum) and one longer than "
              "delegation.token.max.lifetime.ms (capped), a renewer that is no User (INVALID_PRINCIPAL_TYPE), "
              "another owner without CREATE_TOKENS on that user (DELEGATION_TOKEN_AUTHORIZATION_FAILED) and "
-             "with it; the token alice made for another owner is not hers to describe until she may "
-             "DESCRIBE_TOKENS of that user.", broker=TOKENS, steps=[
+             "with it; a token alice requested for another owner is hers to describe (as its requester), "
+             "and its renewer's.", broker=TOKENS, steps=[
         create("a", v=1), create("b", v=2), create("c", owner="alice"),
         create("d", max_lifetime_ms=60000), create("e", max_lifetime_ms=10 ** 15),
         create(renewers=[("User", "bob"), ("Group", "ops")]),
@@ -130,7 +130,7 @@ SCENARIOS = [
         create(owner="{o}", owner_type="Group"),
         create_acls(acl(USER, "User:{o}", CREATE_TOKENS)),
         create("f", owner="{o}", renewers=[("User", "carol")], until=OK),
-        describe(until={"tokens.4": PRESENT}, label="alice's own five"),
+        describe(until={"tokens.5": PRESENT}, label="the six alice owns or requested"),
         describe(["{o}"]),
         describe(["{o}"], conn=CAROL, until={"tokens.0": PRESENT}, label="carol renews it"),
         create_acls(acl(USER, "User:{o}", DESCRIBE_TOKENS)),
