@@ -158,12 +158,15 @@ class Connection:
         self.scope = trio.CancelScope()
         self.last_active = trio.current_time()
         self.in_request = False
-        # client quotas (broker/quotas.py), while some quota exists: the request's client id,
-        # its running time when it started (request_percentage), the throttle it got
+        # what a handler asks to run once its answer is sent, before this connection's next
+        # request is read (Kafka's onComplete of a response): an async function, or None
+        self.after_answer = None
         # the delegation token a SASL/SCRAM session authenticated with (tokenauth=true): it may
         # not manage tokens, and the session ends at the token's expiry (ms since the epoch)
         self.token_id: str | None = None
         self.session_expiry_ms: int | None = None
+        # client quotas (broker/quotas.py), while some quota exists: the request's client id,
+        # its running time when it started (request_percentage), the throttle it got
         self.client_id = ""
         self.request_start: float | None = None
         self.request_throttle: int | None = None
@@ -277,7 +280,9 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
             await send_response(stream, out)  # (yields to other connections)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
-        conn.broker.answer_sent()
+        if conn.after_answer is not None:
+            after, conn.after_answer = conn.after_answer, None
+            await after()
         if conn.request_start is not None or conn.throttle_ms:
             await _after_quota_checks(conn)
         conn.in_request = False

@@ -3,7 +3,7 @@ v6 (KIP-939, two-phase commit; unstable in Kafka 4.1, so advertised only with
 unstable.api.versions.enable) adds enable_2pc and keep_prepared_txn: see
 TransactionCoordinator.init_producer_id for what is served."""
 from minikafka.protocol.errors import ErrorCode
-from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction import TxnError
 from ..security import authorizer as acl
 from .common import fenced_error
 
@@ -34,11 +34,13 @@ async def handle(conn, header, req):
                 "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
     try:
         broker.ensure_internal_topic("__transaction_state")
-        pid, epoch = await broker.txn_coordinator.init_producer_id(
+        pid, epoch = await broker.transactions.init_producer_id(
             req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
             enable_2pc=bool(req.enable2_pc) if v >= 6 else False,
             keep_prepared_txn=bool(req.keep_prepared_txn) if v >= 6 else False)
     except TxnError as e:
+        # a fenced transaction's abort (CONCURRENT_TRANSACTIONS): its markers before the retry
+        conn.after_answer = broker.transactions.markers_tried
         return _error(e.code, v)
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch,
             "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
