@@ -112,9 +112,10 @@ SCENARIOS = [
         describe([], conn=BOB),
         describe(["bob"], conn=BOB, label="bob is a renewer: his tokens include it"),
         expire("t", -1),
-        renew("t", until={"error_code": NOT_FOUND}),
-        expire("t", -1),
+        # (Kafka: a renewal sent before its brokers learnt of the removal would write the token again)
         describe(until={"tokens.0": "<absent>"}),
+        renew("t"),
+        expire("t", -1),
     ]),
     Scenario("token/create_variants",
              "v1 and v2 (the requester is the owner), v3 naming alice herself as owner, a maximum lifetime "
