@@ -723,8 +723,10 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         _start_quota_checks(conn, header, quotas)
     started = time.perf_counter()
     refused = None
-    if broker.authorizer is not None and (api.enabled is None or api.enabled(broker)):
-        # (an API the broker's settings turn off answers UNSUPPORTED_VERSION before any check, as Kafka)
+    if api.enabled is not None and not api.enabled(broker):
+        # an API the broker's settings or features turn off: UNSUPPORTED_VERSION before any check, as Kafka
+        refused = ErrorCode.UNSUPPORTED_VERSION, None
+    elif broker.authorizer is not None:
         refused = refusal(conn, api_key, body)
     try:
         if refused is not None:
