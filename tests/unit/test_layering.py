@@ -210,6 +210,18 @@ def test_every_layer_is_a_packaged_folder():
     assert set(LAYERS) <= set(FOLDERS), FOLDERS
 
 
+def test_test_modules_have_unique_names():
+    """pytest imports a test folder without __init__.py by the file's basename (rootdir
+    mode): two such files of one name fail collection on a clean checkout ("import file
+    mismatch"), while a warm __pycache__ can hide it locally."""
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue
+        assert path.name not in seen, f"{path.relative_to(ROOT)} and {seen[path.name].relative_to(ROOT)}: rename one"
+        seen[path.name] = path
+
+
 # ----------------------------------------------------------------- at run time
 def _reachable(roots):
     """Every object reachable from ``roots`` through references, classes and modules left out
