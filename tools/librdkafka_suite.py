@@ -8,7 +8,7 @@ features), runs the chosen tests one at a time against each with the suite's own
 ``test | Kafka | minikafka`` with the differences first.
 
     cd <minikafka checkout> && .venv/bin/python tools/librdkafka_suite.py \
-        --librdkafka /path/to/librdkafka [--tests 0001,0002] [--no-kafka] [--full]
+        --librdkafka /path/to/librdkafka [--tests 0001,0002] [--no-kafka] [--full] [--runner BIN]
 
 Both brokers get the suite's "default" scenario (tests/scenarios/default.json: topic auto-creation
 on, 4 partitions; one node, so replication factor 1), group.initial.rebalance.delay.ms=0 and
