@@ -19,6 +19,7 @@ from minikafka.coordinator.transaction import TransactionCoordinator
 from minikafka.coordinator.transaction.coordinator import TxnError
 from .config import ConfigError
 from .group_commit import GroupCommit
+from .stepper import Stepper
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
@@ -116,6 +117,7 @@ class Broker:
         self._flush_wakeup = trio.Event()
         # incremental fetch sessions (KIP-227), in memory only, as Kafka's
         self.fetch_manager = FetchManager(config["max.incremental.fetch.session.cache.slots"], now_ms)
+        self.stepper = Stepper()  # long record walks (inflating batches) in slices of the event loop
 
     # ------------------------------------------------------------ lifecycle
     def load(self, trace=None) -> None:
@@ -423,10 +425,14 @@ class Broker:
         The check and the append are one synchronous step (the coordinator's invariant):
         no marker can land in between, so a produce arriving after its transaction ended
         never opens a new transaction on the partition."""
+        # the records are read first, over as many turns of the event loop as they take (a
+        # compressed batch may inflate to a gigabyte); what the read found is applied where
+        # Kafka validates, after the transaction checks, in the append's synchronous step
+        analysis = await self.stepper.run(lg.analyze(records))
         deadline = None
         while True:
             try:
-                return self._checked_append(lg, records, transactional_id, produce_version)
+                return self._checked_append(lg, records, transactional_id, produce_version, analysis)
             except KafkaError as e:
                 if e.code != ErrorCode.CONCURRENT_TRANSACTIONS:  # only the v12+ add answers it
                     raise
@@ -436,7 +442,7 @@ class Broker:
                     raise
             await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
 
-    def _checked_append(self, lg, records, transactional_id: str | None, produce_version: int):
+    def _checked_append(self, lg, records, transactional_id: str | None, produce_version: int, analysis):
         if self.config["transaction.partition.verification.enable"] and len(records) >= rec.HEADER_SIZE:
             h = rec.parse_header(records, 0)
             if h.is_transactional and h.producer_id >= 0:
@@ -446,7 +452,7 @@ class Broker:
                 if code != ErrorCode.NONE:
                     raise verification_error(code, produce_version)
         try:
-            return lg.append(records)
+            return lg.append(records, analysis=analysis)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)
