@@ -18,17 +18,19 @@ against its length here, compressed or not (tests/conformance/DIFFERENCES.md, re
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Callable, Generator
 
 from minikafka.protocol import compression
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["RecordSummary", "walk_records", "rebuild_records", "run", "INLINE_RECORD"]
+__all__ = ["RecordSummary", "walk_records", "reencode_records", "rebuild_records", "run", "INLINE_RECORD"]
 
 HEADER_SIZE = 61
 SLICE_RECORDS = 2048          # records parsed between two checkpoints
 CHUNK = 256 * 1024            # decompressed bytes read per step
 INLINE_RECORD = 1 << 20       # a record up to this size is parsed in one buffer; a larger one streamed
+KEY_INLINE = 4096             # a key up to this size is handed out whole; a longer one as its digest
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
@@ -39,17 +41,20 @@ class RecordSummary:
     """What a walk found: the number of records, the smallest and largest timestamp delta
     (None without records), the indexes of records without a key, and whether every record's
     offset delta is its index. ``visit``, if set before the walk, is called with
-    ``(index, timestamp delta, offset delta, key length, value length)`` for each record."""
+    ``(index, timestamp delta, offset delta, key length, value length, key)`` for each record;
+    ``key`` is None unless ``keys`` is set: then the key's bytes, or for a key longer than
+    :data:`KEY_INLINE` ``("md5", its MD5 digest)`` (Kafka's cleaner keys its map by digests)."""
 
-    __slots__ = ("count", "lo", "hi", "keyless", "ordered", "visit")
+    __slots__ = ("count", "lo", "hi", "keyless", "ordered", "visit", "keys")
 
-    def __init__(self, visit=None):
+    def __init__(self, visit=None, keys: bool = False):
         self.count = 0
         self.lo = None
         self.hi = None
         self.keyless: list[int] = []
         self.ordered = True
         self.visit = visit
+        self.keys = keys
 
 
 class _LengthTooLong(KafkaError):
@@ -177,6 +182,7 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
                 p += 2
             else:
                 kl, p = _varint(data, p, rend) or _short()
+            kp = p
             if kl >= 0:
                 p += kl
             else:
@@ -225,7 +231,7 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
             if od != i:
                 ordered = False
             if visit is not None:
-                visit(i, td, od, kl, vl)
+                visit(i, td, od, kl, vl, _key(data, kp, kl) if s.keys and kl >= 0 else None)
             i += 1
             pos = rend
     except IndexError:
@@ -234,15 +240,21 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
     return pos, i
 
 
+def _key(data, p: int, n: int):
+    if n <= KEY_INLINE:
+        return bytes(data[p:p + n])
+    return "md5", hashlib.md5(data[p:p + n]).digest()
+
+
 def _short():
     raise _structure()
 
 
-def walk_records(buf, pos: int, size: int, count: int, codec: int, *, visit=None,
+def walk_records(buf, pos: int, size: int, count: int, codec: int, *, visit=None, keys: bool = False,
                  block_limit: int = 32 << 20) -> Generator[Step, None, RecordSummary]:
     """Walk the ``count`` records of the batch at ``buf[pos:pos + size]`` (its header already
     checked), compressed with ``codec``. Yields checkpoints; returns the :class:`RecordSummary`."""
-    s = RecordSummary(visit)
+    s = RecordSummary(visit, keys)
     payload = memoryview(buf)[pos + HEADER_SIZE:pos + size]
     if count <= 0:
         if len(payload) and not codec:
@@ -385,9 +397,19 @@ def _stream_record(stream, data, p: int, i: int, s: RecordSummary):
     td = yield from r.varint(10)
     od = yield from r.varint()
     kl = yield from r.varint()
+    key = None
     if kl >= 0:
         within(kl, "the key")
-        yield from r.skip(kl)
+        if not s.keys:
+            yield from r.skip(kl)
+        elif kl <= KEY_INLINE:
+            yield from r.fill(kl)
+            key = bytes(r.data[r.p:r.p + kl])
+            yield from r.skip(kl)
+        else:
+            digest = hashlib.md5()
+            yield from r.copy(kl, digest.update)
+            key = "md5", digest.digest()
     else:
         s.keyless.append(i)
     vl = yield from r.varint()
@@ -420,7 +442,7 @@ def _stream_record(stream, data, p: int, i: int, s: RecordSummary):
     if od != i:
         s.ordered = False
     if s.visit is not None:
-        s.visit(i, td, od, kl, vl)
+        s.visit(i, td, od, kl, vl, key)
     return r.data, r.p
 
 
@@ -446,15 +468,14 @@ def _java_long(x: int) -> int:
     return (x + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
-def rebuild_records(buf, pos: int, size: int, count: int, codec: int, target: int, *, level: int | None = None,
-                    same_timestamps: bool = False, limit: int,
-                    block_limit: int = 32 << 20) -> Generator[Step, None, tuple[bytes, int]]:
-    """The records of a batch (already walked: well formed) re-encoded as Kafka's
-    ``MemoryRecordsBuilder`` writes them when it rebuilds a batch: offset deltas 0, 1, ...,
-    timestamp deltas from the first record's timestamp (0 with ``same_timestamps``: a batch whose
-    records all carry its LogAppendTime), keys, values and headers as they were; compressed
-    with ``target``. Returns the new records section and the first record's timestamp delta.
-    MESSAGE_TOO_LARGE as soon as the section passes ``limit`` bytes (it could not be appended)."""
+def reencode_records(buf, pos: int, size: int, count: int, codec: int, target: int, fields, *,
+                     level: int | None = None, limit: int | None = None,
+                     block_limit: int = 32 << 20) -> Generator[Step, None, bytes]:
+    """The records of a batch (already walked: well formed) written again, compressed with
+    ``target``: ``fields(index, timestamp delta, offset delta)`` gives each record's new
+    ``(timestamp delta, offset delta)``, or None to leave it out; its attributes, key, value and
+    headers are copied as they are, in chunks, so a record of any size passes through bounded
+    memory. With ``limit``, MESSAGE_TOO_LARGE as soon as the new section passes it."""
     from minikafka.protocol.compression import deflater
     payload = memoryview(buf)[pos + HEADER_SIZE:pos + size]
     source = compression.inflater(codec, payload, block_limit) if codec else _Plain(payload)
@@ -467,30 +488,53 @@ def rebuild_records(buf, pos: int, size: int, count: int, codec: int, target: in
     else:
         d = None
         sink = out.extend
+
+    def dropped(_data):
+        pass
+
     r = _Reader(source, b"", 0)
-    first = 0
     for i in range(count):
         length = yield from r.varint()
         r.taken = 0
         attributes = yield from r.byte()
         td = yield from r.varint(10)
-        yield from r.varint()
-        if i == 0:
-            first = td
-        head = bytes([attributes]) + _zigzag(0 if same_timestamps else _java_long(td - first), 10) + _zigzag(i, 5)
+        od = yield from r.varint()
         rest = length - r.taken
-        sink(_zigzag(len(head) + rest, 5) + head)
-        yield from r.copy(rest, sink)
-        if len(out) > limit:
-            raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                             f"The rebuilt record batch is larger than {limit} bytes")
+        new = fields(i, td, od)
+        if new is None:
+            yield from r.copy(rest, dropped)
+        else:
+            head = bytes([attributes]) + _zigzag(new[0], 10) + _zigzag(new[1], 5)
+            sink(_zigzag(len(head) + rest, 5) + head)
+            yield from r.copy(rest, sink)
+            if limit is not None and len(out) > limit:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"The rebuilt record batch is larger than {limit} bytes")
         if i % SLICE_RECORDS == SLICE_RECORDS - 1:
             yield None
     if d is not None:
         out += d.finish()
-    if len(out) > limit:
+    if limit is not None and len(out) > limit:
         raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE, f"The rebuilt record batch is larger than {limit} bytes")
-    return bytes(out), first
+    return bytes(out)
+
+
+def rebuild_records(buf, pos: int, size: int, count: int, codec: int, target: int, *, level: int | None = None,
+                    same_timestamps: bool = False, limit: int,
+                    block_limit: int = 32 << 20) -> Generator[Step, None, tuple[bytes, int]]:
+    """The records of a batch re-encoded as Kafka's ``MemoryRecordsBuilder`` writes them when it
+    rebuilds a batch: offset deltas 0, 1, ..., timestamp deltas from the first record's timestamp
+    (0 with ``same_timestamps``: a batch whose records all carry its LogAppendTime); compressed
+    with ``target``. Returns the new section and the first record's timestamp delta."""
+    first = []
+
+    def fields(i, td, _od):
+        if not first:
+            first.append(td)
+        return 0 if same_timestamps else _java_long(td - first[0]), i
+
+    section = yield from reencode_records(buf, pos, size, count, codec, target, fields, level=level, limit=limit,
+                                         block_limit=block_limit)
+    return section, first[0] if first else 0
 
 
 def _zigzag(value: int, max_bytes: int) -> bytes:

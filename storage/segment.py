@@ -17,6 +17,7 @@ from bisect import bisect_right
 import weakref
 from typing import Iterator, NamedTuple
 
+from minikafka.protocol import record_walk
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import BatchHeader
@@ -24,6 +25,10 @@ from minikafka.storage.checkpoint import fsync_fd_or_path
 from minikafka.storage.file_slice import FileHandle, FileSlice
 from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from minikafka.storage.transaction_index import TransactionIndex
+
+# a stored batch passed the append's snappy block bound (a few times max.message.bytes when it
+# was written); reading it back allows any block that bound could have let through
+STORED_BLOCK_LIMIT = 1 << 30
 
 log = logging.getLogger("minikafka.storage")
 
@@ -356,10 +361,9 @@ class LogSegment:
             h = bp.header
             if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
                 data = self.pread(h.batch_length + 12, bp.position)
-                _, records = rec.decode_batch(data)
-                for r in records:
-                    if r.timestamp >= timestamp and r.offset >= starting_offset:
-                        return r.offset, r.timestamp
+                found = _first_record(data, h, lambda offset, ts: ts >= timestamp and offset >= starting_offset)
+                if found is not None:
+                    return found
         return None
 
     def find_max_timestamp_offset(self) -> tuple[int, int] | None:
@@ -379,10 +383,9 @@ class LogSegment:
             return None
         h = bp.header
         data = self.pread(h.batch_length + 12, bp.position)
-        _, records = rec.decode_batch(data)
-        for r in records:
-            if r.timestamp == timestamp:
-                return r.timestamp, r.offset
+        found = _first_record(data, h, lambda _offset, ts: ts == timestamp)
+        if found is not None:
+            return found[1], found[0]
         # e.g. LogAppendTime or no record decodes to it: fall back to the batch's last offset
         return timestamp, h.base_offset + h.last_offset_delta
 
@@ -657,3 +660,25 @@ class LogSegment:
     def __repr__(self) -> str:
         return (f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
                 f"largestRecordTimestamp={self.max_timestamp_so_far})")
+
+
+class _Found(Exception):
+    pass
+
+
+def _first_record(data, h: rec.BatchHeader, wanted) -> tuple[int, int] | None:
+    """``(offset, timestamp)`` of the batch's first record for which ``wanted(offset, timestamp)``
+    holds, read with the record walk (bounded memory whatever the batch inflates to)."""
+    log_append = h.attributes & rec.TIMESTAMP_TYPE_MASK
+
+    def visit(_i, td, od, _kl, _vl, _key):
+        ts = h.max_timestamp if log_append else (h.base_timestamp + td + (1 << 63)) % (1 << 64) - (1 << 63)
+        if wanted(h.base_offset + od, ts):
+            raise _Found(h.base_offset + od, ts)
+
+    try:
+        record_walk.run(record_walk.walk_records(data, 0, h.size, h.records_count, h.compression, visit=visit,
+                                                 block_limit=STORED_BLOCK_LIMIT))
+    except _Found as found:
+        return found.args
+    return None

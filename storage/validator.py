@@ -183,7 +183,7 @@ def _validate_records(buf, pos: int, h: rec.BatchHeader, summary: walk.RecordSum
     keyless_set = set(keyless)
     top = [rec.NO_TIMESTAMP]
 
-    def visit(index, td, od, kl, vl):
+    def visit(index, td, od, kl, vl, _key):
         ts = h.max_timestamp if producer_lat else _java_long(base + td)
         if ts > top[0]:
             top[0] = ts
