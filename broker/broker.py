@@ -103,14 +103,14 @@ class Broker:
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
-        self.listeners: dict = {}  # name -> broker.security.listeners.Listener, once bound
+        self.listeners: dict = {}  # name -> broker.security.listener.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event: trio.Event | None = None  # made by data_event for a waiter, dropped by notify_data
         self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.features = None  # FinalizedFeatures (transaction.version, ...), read or made in load()
-        self._group_coordinator = None  # GroupCoordinator: see group_coordinator
+        self._group_coordinator = None  # GroupCoordinatorShard: see group_coordinator
         self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
         self._flush_requests: dict = {}
@@ -173,9 +173,9 @@ class Broker:
         return self._group_coordinator
 
     def _load_group_coordinator(self):
-        from minikafka.coordinator.group import GroupConfig, GroupCoordinator, LogOffsetsStore
+        from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, LogOffsetsStore
         cfg = self.config
-        coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
+        coordinator = GroupCoordinatorShard(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
             cfg["offsets.topic.num.partitions"], lambda p: self.get_log(OFFSETS_TOPIC, p),
             lambda: self.ensure_internal_topic(OFFSETS_TOPIC)),
             topics=self.assignable_topics, group_configs=self.dynamic_configs.group)

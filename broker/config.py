@@ -11,7 +11,8 @@ import re
 
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.config import LogConfig
-from .security.listeners import SecurityConfigError, build_listeners
+from .security.listener import SecurityConfigError
+from .security.listeners import build_listeners
 
 log = logging.getLogger("minikafka.config")
 
@@ -45,6 +46,12 @@ def _float(v: str) -> float:
 
 def _list(v: str) -> list[str]:
     return [x.strip() for x in v.split(",") if x.strip()]
+
+
+def is_list_config(key: str) -> bool:
+    """Is the property a comma-separated list (IncrementalAlterConfigs APPEND/SUBTRACT take only those)?"""
+    d = DEFS.get(key)
+    return d is not None and d[0] is _list
 
 
 # Reasons as Kafka's ConfigDef validators word them.

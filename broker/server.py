@@ -25,9 +25,11 @@ from minikafka.protocol.errors import ErrorCode
 from minikafka.protocol.schema import SchemaError
 from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
-from .handlers.common import CloseConnection
+from .handlers.authorization import AUTHORIZATION
+from .handlers.common import AUTH_MESSAGES, CloseConnection
 from .broker import Broker
-from .security.listeners import ANONYMOUS
+from .security.authorizer import CLUSTER_NAME
+from .security.listener import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
 
@@ -288,18 +290,33 @@ def _kafka_name(api_key: int) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", schema.API_NAMES[api_key]).upper()
 
 
-def _error_answer(api_key: int, frame: bytes, code: ErrorCode, message: str) -> dict:
+def error_answer(api_key: int, version: int, request, code: ErrorCode, message: str | None) -> dict:
     """The request's whole-request error answer (the handler's ``error_response``, as Kafka's
     getErrorResponse: a Metadata answer names each asked-for topic with the error, an
-    ElectLeaders answer puts the exception's message in each partition's), or the top-level
-    error code alone."""
+    OffsetCommit answer puts it in each partition's), or the top-level error code alone."""
     build = getattr(handlers.handler(api_key), "error_response", None)
     if build is not None:
-        try:
-            return build(schema.decode_request(frame)[1], code, message)
-        except Exception:  # a request that does not even decode: the error code alone
-            pass
+        return build(request, code, message, version)
     return {"error_code": int(code)}
+
+
+def _frame_error_answer(api_key: int, version: int, frame: bytes, code: ErrorCode, message: str) -> dict:
+    """error_answer of a request still in its frame; a request that does not even decode gets
+    the error code alone."""
+    try:
+        return error_answer(api_key, version, schema.decode_request(frame)[1], code, message)
+    except Exception:
+        return {"error_code": int(code)}
+
+
+def refusal(conn: Connection, api_key: int, request) -> tuple[ErrorCode, str] | None:
+    """The first whole-request check of the API's AUTHORIZATION entry the principal fails, as
+    (error, Kafka's message for it); None when it passes them all (or the API has none)."""
+    for check in AUTHORIZATION[api_key].whole:
+        name = CLUSTER_NAME if check.field is None else request[check.field]
+        if not any(conn.authorize(op, check.resource_type, name) for op in check.operations):
+            return check.error, AUTH_MESSAGES[check.error]
+    return None
 
 
 # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
@@ -351,8 +368,8 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
                 # error response (ILLEGAL_SASL_STATE where it has an error code), then the close
                 lo2, hi2 = handlers.advertised_range(handlers.APIS[api_key], broker)
                 if lo2 <= version <= hi2:
-                    await send_response(stream, schema.encode_response_parts(api_key, version, corr, _error_answer(
-                        api_key, frame, ErrorCode.ILLEGAL_SASL_STATE,
+                    await send_response(stream, schema.encode_response_parts(api_key, version, corr, _frame_error_answer(
+                        api_key, version, frame, ErrorCode.ILLEGAL_SASL_STATE,
                         f"Unexpected Kafka request of type {_kafka_name(api_key)} during SASL authentication.")))
             raise ProtocolViolation(f"Unexpected Kafka request of type {name} v{version} during SASL "
                                     + ("handshake" if server is None else "authentication"))
@@ -507,6 +524,12 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
     started = time.perf_counter()
+    if broker.authorizer is not None and (api.enabled is None or api.enabled(broker)):
+        # (an API the broker's settings turn off answers UNSUPPORTED_VERSION before any check, as Kafka)
+        refused = refusal(conn, api_key, body)
+        if refused is not None:
+            broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+            return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
     try:
         response = await handlers.handler(api_key).handle(conn, header, body)
     except (CloseConnection, trio.Cancelled):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import CONFIG_DEFS_BY_NAME, ConfigType, TOPIC_CONFIG_NAMES, format_value
-from ..config import ALIASES, DEFS, DYNAMIC_BROKER_CONFIGS, UNIT_ALIASES, ConfigError, _list
+from ..config import ALIASES, DEFS, DYNAMIC_BROKER_CONFIGS, UNIT_ALIASES, ConfigError, is_list_config
 from .. import group_configs
 from .common import topic_name_error
 
@@ -161,10 +161,9 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
             current.pop(c.name, None)
             continue
         if op in (APPEND, SUBTRACT):
-            d = DEFS.get(c.name)
-            if d is None:
+            if c.name not in DEFS:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {c.name}")
-            if d[0] is not _list:
+            if not is_list_config(c.name):
                 raise KafkaError(ErrorCode.INVALID_CONFIG,
                                  f"Config value {OP_NAMES[op].lower()} is not allowed for config key: {c.name}")
             if c.name not in DYNAMIC_BROKER_CONFIGS:

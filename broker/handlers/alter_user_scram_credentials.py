@@ -3,7 +3,6 @@ sends a salt and the salted password; the broker keeps only RFC 5802's StoredKey
 durably (storage.security_store) before answering. Validation and messages as Kafka's
 ScramControlManager."""
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 from ..security.sasl import SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS, scram_keys
 from .describe_user_scram_credentials import MECHANISM_TYPES
 
@@ -13,13 +12,17 @@ MECHANISMS = {v: k for k, v in MECHANISM_TYPES.items()}
 DUPLICATE = "A user credential cannot be altered twice in the same request"
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """Kafka's controller (recorded): the error once per user named, with its own message when refused."""
+    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        message = "This principal needs ALTER permission on the cluster."
+    names = dict.fromkeys(x.name for x in list(req.deletions) + list(req.upsertions))
+    return {"throttle_time_ms": 0, "results": [{"user": n, "error_code": int(code), "error_message": message}
+                                               for n in names]}
+
+
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
-    if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):
-        names = dict.fromkeys(x.name for x in list(req.deletions) + list(req.upsertions))
-        return {"throttle_time_ms": 0, "results": [
-            {"user": n, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-             "error_message": "This principal needs ALTER permission on the cluster."} for n in names]}
     # Kafka's ScramControlManager.alterCredentials: one change per user and request (two
     # mechanisms of one user in one request are a duplicate too); a user's first error wins
     # and makes Kafka skip the user's later entries, deletions being looked at first

@@ -1,14 +1,19 @@
 """CreateAcls (30): ACL bindings, validated as Kafka's AclControlManager, stored durably."""
 from minikafka.protocol.errors import ErrorCode
-from ..security.authorizer import ALTER, AclBinding, validate_binding
+from ..security.authorizer import AclBinding, validate_binding
 from .acls_common import refusal
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """CreateAclsRequest.getErrorResponse: the error in every creation's result."""
+    return {"throttle_time_ms": 0, "results": [{"error_code": int(code), "error_message": message}
+                                               for _ in req.creations]}
+
+
 async def handle(conn, header, req):
-    refused = refusal(conn, ALTER)
+    refused = refusal(conn)
     if refused:
-        return {"throttle_time_ms": 0, "results": [{"error_code": refused[0], "error_message": refused[1]}
-                                                   for _ in req.creations]}
+        return error_response(req, *refused, header.api_version)
     results, new = [], []
     if any(c.operation in (0, 1) or c.permission_type in (0, 1) for c in req.creations):
         # Kafka 4.1 fails the whole request with an unknown server error (recorded): an operation

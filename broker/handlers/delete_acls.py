@@ -1,13 +1,19 @@
 """DeleteAcls (31): remove the bindings matching each filter; each filter lists what it removed."""
-from ..security.authorizer import ALTER, filter_matches
+from minikafka.protocol.errors import ErrorCode
+from ..security.authorizer import filter_matches
 from .acls_common import filter_of, refusal
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """DeleteAclsRequest.getErrorResponse: the error in every filter's result."""
+    return {"throttle_time_ms": 0, "filter_results": [
+        {"error_code": int(code), "error_message": message, "matching_acls": []} for _ in req.filters]}
+
+
 async def handle(conn, header, req):
-    refused = refusal(conn, ALTER)
+    refused = refusal(conn)
     if refused:
-        return {"throttle_time_ms": 0, "filter_results": [
-            {"error_code": refused[0], "error_message": refused[1], "matching_acls": []} for _ in req.filters]}
+        return error_response(req, *refused, header.api_version)
     bindings = conn.broker.authorizer.bindings
     results, doomed = [], set()
     for flt in req.filters:

@@ -1,12 +1,18 @@
 """DescribeAcls (29): the bindings matching a filter, grouped by resource pattern."""
-from ..security.authorizer import DESCRIBE, filter_matches
+from minikafka.protocol.errors import ErrorCode
+from ..security.authorizer import filter_matches
 from .acls_common import filter_of, refusal
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """DescribeAclsRequest.getErrorResponse: the error and its message, no resources."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "resources": []}
+
+
 async def handle(conn, header, req):
-    refused = refusal(conn, DESCRIBE)
+    refused = refusal(conn)
     if refused:
-        return {"throttle_time_ms": 0, "error_code": refused[0], "error_message": refused[1], "resources": []}
+        return error_response(req, *refused, header.api_version)
     f = filter_of(req)
     groups: dict = {}
     for b in conn.broker.authorizer.bindings:

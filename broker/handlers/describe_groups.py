@@ -25,8 +25,7 @@ async def handle(conn, header, req):
             continue
         if conn.broker.authorizer is not None and ops != NO_AUTH_OPS:
             ops = conn.authorized_operations(acl.GROUP, gid)
-        g = coord.group(gid)
-        if g is not None and g.consumer is not None:
+        if coord.is_consumer_group(gid):
             # KIP-848 groups are described by ConsumerGroupDescribe; Kafka 4.1 answers so
             entry = {"error_code": 0, "group_id": gid, "group_state": "Dead", "protocol_type": "",
                      "protocol_data": "", "members": [], "authorized_operations": ops}

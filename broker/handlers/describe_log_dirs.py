@@ -7,7 +7,6 @@ FileStore.getTotalSpace / getUsableSpace, from statvfs)."""
 import os
 
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 
 
 def _space(path: str) -> tuple[int, int]:
@@ -17,8 +16,6 @@ def _space(path: str) -> tuple[int, int]:
 
 async def handle(conn, header, req):
     broker = conn.broker
-    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: DESCRIBE on the cluster
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "results": []}
     lm = broker.logs
     wanted = None
     if req.topics is not None:

@@ -22,7 +22,7 @@ MAX_REQUEST_PARTITION_SIZE_LIMIT = 2000  # Kafka's max.request.partition.size.li
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
-def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+def error_response(req, code: ErrorCode, message: str | None = None, version: int = 0) -> dict:
     """DescribeTopicPartitionsRequest.getErrorResponse: every asked-for topic with the error (no
     message field)."""
     return {"throttle_time_ms": 0, "next_cursor": None, "topics": [

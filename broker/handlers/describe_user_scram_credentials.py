@@ -1,19 +1,19 @@
 """DescribeUserScramCredentials (50): the SCRAM mechanisms and iterations of users (never a
 salt or key), as Kafka's ControllerApis / ScramControlManager.describeScramCredentials."""
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}  # Kafka's ScramMechanism type ids
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """Kafka (recorded): the error at the top and once per requested user, its name left empty."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": None,
+            "results": [{"user": "", "error_code": int(code), "error_message": None, "credential_infos": []}
+                        for _ in req.users or ()]}
+
+
 async def handle(conn, header, req):
     store = conn.broker.scram_credentials
-    if not conn.authorize(acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
-        # Kafka (recorded): one result per requested user, its name left empty
-        refused = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        return {"throttle_time_ms": 0, "error_code": refused, "error_message": None,
-                "results": [{"user": "", "error_code": refused, "error_message": None, "credential_infos": []}
-                            for _ in req.users or ()]}
     names = sorted(store.users) if req.users is None else [u.name for u in req.users]
     seen, results = set(), []
     for name in names:

@@ -3,8 +3,6 @@ durable, the coordinator writes the markers afterwards. v5 is transactions V2 (K
 part 2): the coordinator bumps the epoch and answers with the producer id and epoch the
 producer goes on with; older versions keep them (-1 in the answer)."""
 from minikafka.coordinator.transaction.coordinator import TxnError
-from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 from .common import fenced_error
 
 TRANSACTIONS_V2 = 5  # Kafka's TransactionVersion.transactionVersionForEndTxn: v5+ is TV2
@@ -15,9 +13,6 @@ async def handle(conn, header, req):
     # much, and EndTxn comes once a transaction)
     broker = conn.broker
     transactional_id = req["transactional_id"]
-    if not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, transactional_id):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-                "producer_id": -1, "producer_epoch": -1}
     pid = epoch = -1
     try:
         pid, epoch = await broker.txn_coordinator.end_txn(transactional_id, req["producer_id"], req["producer_epoch"],

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import trio
 
-from minikafka.coordinator.group.consumer_coordinator import GROUP_AUTHORIZED_OPS  # noqa: F401
 from ..broker import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
+
+# DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer:
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4.1 answers 3400)
+GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 
 
 def coordinator(conn):

@@ -5,16 +5,18 @@ v5+: static membership (group.instance.id); v9: skip_assignment for a static
 leader rejoining a stable group (KIP-814)."""
 from minikafka.protocol.errors import ErrorCode
 
-from ..security import authorizer as acl
 from .group_common import client_host, coordinator, now_ms, wait_for
+
+
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """JoinGroupRequest.getErrorResponse: no generation, protocol, leader or member id."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "generation_id": -1, "protocol_type": None,
+            "protocol_name": None if version >= 7 else "", "leader": "", "skip_assignment": False,
+            "member_id": "", "members": []}
 
 
 async def handle(conn, header, req):
     v = header.api_version
-    if not conn.authorize(acl.READ, acl.GROUP, req.group_id):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "generation_id": -1,
-                "protocol_type": None, "protocol_name": None if v >= 7 else "", "leader": "",
-                "skip_assignment": False, "member_id": req.member_id or "", "members": []}
     protocols = [(p.name, p.metadata or b"") for p in req.protocols or []]
     waiter = coordinator(conn).join_group(
         req.group_id, req.member_id or "", req.group_instance_id if v >= 5 else None, header.client_id or "",

@@ -2,14 +2,11 @@
 member id and/or group.instance.id (KIP-345 admin removal by instance id)."""
 from minikafka.protocol.errors import ErrorCode
 
-from ..security import authorizer as acl
 from .group_common import coordinator, now_ms
 
 
 async def handle(conn, header, req):
     v = header.api_version
-    if not conn.authorize(acl.READ, acl.GROUP, req.group_id):
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "members": []}
     if v < 3:
         members = [(req.member_id, None, None)]
     else:

@@ -21,12 +21,12 @@ def _refused(name, code) -> dict:
             "topic_authorized_operations": NO_AUTH_OPS}
 
 
-def error_response(req, code: ErrorCode, message: str | None = None) -> dict:
+def error_response(req, code: ErrorCode, message: str | None = None, version: int = 0) -> dict:
     """MetadataRequest.getErrorResponse: every asked-for topic with the error, no brokers (and
     nowhere for a message)."""
     return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1,
             "topics": [{"error_code": int(code), "name": t.name or "", "topic_id": t.topic_id, "is_internal": False,
-                        "partitions": [], "topic_authorized_operations": NO_AUTH_OPS} for t in req.topics],
+                        "partitions": [], "topic_authorized_operations": NO_AUTH_OPS} for t in req.topics or []],
             "cluster_authorized_operations": NO_AUTH_OPS}
 
 

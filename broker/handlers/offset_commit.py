@@ -11,6 +11,14 @@ from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """OffsetCommitRequest.getErrorResponse: the code in every partition, topics as asked."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "topic_id": t.topic_id, "partitions": [
+            {"partition_index": p.partition_index, "error_code": int(code)} for p in t.partitions or []]}
+        for t in req.topics or []]}
+
+
 async def handle(conn, header, req):
     v = header.api_version
     broker = conn.broker
@@ -20,13 +28,10 @@ async def handle(conn, header, req):
     # twice, as Kafka does (the later accepted one stays)
     entries = []     # [(tp, OffsetValue)] handed to the coordinator
     layout = []      # [(name, topic_id, [(partition, error or None: the coordinator's next answer)])]
-    # Kafka: READ on the group (else every partition fails), then READ on each topic
-    group_ok = conn.authorize(acl.READ, acl.GROUP, req.group_id)
+    # (READ on the group: the dispatcher's, AUTHORIZATION), then READ on each topic
     for t in req.topics or []:
         name, err = resolve_topic(broker, t.name, t.topic_id, v >= 10)
-        if not group_ok:
-            err = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif err is None and not conn.authorize(acl.READ, acl.TOPIC, name):
+        if err is None and not conn.authorize(acl.READ, acl.TOPIC, name):
             err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         parts = []
         for p in t.partitions or []:

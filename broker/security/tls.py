@@ -13,7 +13,7 @@ import re
 import ssl
 import tempfile
 
-from .listeners import ANONYMOUS, Listener, invalid, listener_value, unsupported
+from .listener import ANONYMOUS, Listener, invalid, listener_value, unsupported
 
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
 TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}

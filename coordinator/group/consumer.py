@@ -1,7 +1,7 @@
 """KIP-848 consumer groups: members, epochs, server-side assignment and
 reconciliation (Kafka's ConsumerGroup, ConsumerGroupMember, CurrentAssignmentBuilder,
-RangeAssignor; UniformAssignor in uniform.py). Pure data and pure functions; the coordinator
-(consumer_coordinator.py) drives them and writes the records.
+RangeAssignor; UniformAssignor in uniform.py). Pure data and pure functions; the
+ConsumerGroupManager (consumer_groups.py) drives them and writes the records.
 
 Partitions are kept per topic id (uuid.UUID) as sets of partition numbers; a target assignment
 keeps them as lists in the order Kafka iterates them (uniform.replayed), which decides ties the
@@ -9,10 +9,15 @@ next time the uniform assignor runs.
 """
 from __future__ import annotations
 
+import base64
+import re
 import uuid
 from dataclasses import dataclass, field
 
-from .uniform import GroupSpec, uniform_assign
+from minikafka.protocol.errors import ErrorCode
+
+from .records import topic_partitions_field
+from .uniform import GroupSpec, replayed, uniform_assign
 
 # MemberState (Kafka's org.apache.kafka.coordinator.group.modern.consumer.MemberState)
 UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS, STABLE = 0, 1, 2
@@ -21,6 +26,14 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 Assignment = dict  # topic id (uuid.UUID) -> set[int]
+
+
+class HeartbeatError(Exception):
+    """A consumer group request refused with Kafka's error code and message."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.code, self.message = code, message
 
 
 def copy_assignment(a: Assignment) -> Assignment:
@@ -61,16 +74,20 @@ class ConsumerMember:
         """A classic member lives by the session timeout of its JoinGroup, others by the group's."""
         return self.classic["session_timeout_ms"] if self.classic is not None else consumer_session_timeout_ms
 
-    def owns(self) -> Assignment:
-        """What the member may still hold: assigned plus pending revocation."""
-        out = copy_assignment(self.assigned)
-        for t, ps in self.pending_revocation.items():
-            out.setdefault(t, set()).update(ps)
-        return out
+
+@dataclass(frozen=True)
+class ResolvedRegex:
+    """What a subscribed regex resolved to, and over which topics: resolved again by a heartbeat
+    once the topics changed. ``authorized``: resolved in a heartbeat, with only the topics its
+    principal may DESCRIBE (else outside one, with every topic, until a heartbeat resolves it)."""
+    topics: frozenset
+    resolved: frozenset
+    authorized: bool
 
 
 @dataclass
-class ConsumerGroupState:
+class ConsumerGroup:
+    group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ConsumerMember] = field(default_factory=dict)
@@ -78,6 +95,11 @@ class ConsumerGroupState:
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     # the subscribed topics' metadata at the last epoch bump: {name: (topic id, partitions)}
     subscription_metadata: dict[str, tuple] = field(default_factory=dict)
+    # Kafka's resolved regular expressions: {regex: ResolvedRegex} (not written: resolved again
+    # after a load)
+    resolved_regex: dict[str, "ResolvedRegex"] = field(default_factory=dict)
+    # when the group was made or last became empty
+    state_timestamp_ms: int = -1
 
     def state_name(self) -> str:
         """ConsumerGroup.maybeUpdateGroupState."""
@@ -108,6 +130,51 @@ class ConsumerGroupState:
             if partition in m.assigned.get(topic_id, ()) or partition in m.pending_revocation.get(topic_id, ()):
                 return mid
         return None
+
+
+def every_topic(topic: str) -> bool:
+    return True
+
+
+def member_topics(cg: ConsumerGroup, m: ConsumerMember, topics: dict, describable=None) -> set[str]:
+    """The names of ``topics`` ({name: (topic id, partitions)}) the member subscribes to, by
+    name or by its regex (resolved as regex_topics does)."""
+    out = {n for n in m.subscribed_topic_names if n in topics}
+    if m.subscribed_topic_regex:
+        out |= regex_topics(cg, m.subscribed_topic_regex, topics, describable)
+    return out
+
+
+def regex_topics(cg: ConsumerGroup, regex: str, topics: dict, describable=None) -> set[str]:
+    """The topics a subscribed regex resolves to. As Kafka's refreshRegularExpressions, a heartbeat
+    resolves the group's regexes with its own principal, keeping the topics it may DESCRIBE
+    (``describable(topic)``, given within a heartbeat only); they are resolved again when the
+    topics change. Outside a heartbeat, the last resolution stands (or one over every topic)."""
+    known = cg.resolved_regex.get(regex)
+    current = frozenset(topics)
+    if known is not None and (describable is None or (known.authorized and known.topics == current)):
+        return {n for n in known.resolved if n in topics}
+    try:
+        rx = re.compile(regex)
+    except re.error:
+        return set()
+    matched = {n for n in topics if not n.startswith("__") and rx.fullmatch(n)}
+    if describable is not None:
+        matched = {n for n in matched if describable(n)}
+    cg.resolved_regex[regex] = ResolvedRegex(current, frozenset(matched), describable is not None)
+    return matched
+
+
+def subscription_metadata(cg: ConsumerGroup, topics: dict, describable=None) -> dict[str, tuple]:
+    """{name: (topic id, partitions)} of every topic some member subscribes to (names or regex);
+    the resolutions of regexes no member subscribes to any more are dropped."""
+    names: set[str] = set()
+    for m in cg.members.values():
+        names |= member_topics(cg, m, topics, describable)
+    used = {m.subscribed_topic_regex for m in cg.members.values()}
+    for regex in [r for r in cg.resolved_regex if r not in used]:
+        del cg.resolved_regex[regex]
+    return {n: topics[n] for n in sorted(names)}
 
 
 # ------------------------------------------------------------------ assignors
@@ -202,3 +269,50 @@ def parse_owned(topic_partitions) -> Assignment | None:
         out.setdefault(tp.topic_id if isinstance(tp.topic_id, uuid.UUID) else uuid.UUID(bytes=tp.topic_id),
                        set()).update(tp.partitions or [])
     return out
+
+
+# ------------------------------------------------------------- record fields
+def member_metadata_fields(m: ConsumerMember) -> dict:
+    """A ConsumerGroupMemberMetadataValue of the member."""
+    classic = None
+    if m.classic is not None:
+        classic = {"session_timeout_ms": m.classic["session_timeout_ms"],
+                   "supported_protocols": [{"name": n, "metadata": md} for n, md in m.classic["supported_protocols"]]}
+    return {"instance_id": m.instance_id, "rack_id": m.rack_id, "client_id": m.client_id,
+            "client_host": m.client_host, "subscribed_topic_names": list(m.subscribed_topic_names),
+            "subscribed_topic_regex": m.subscribed_topic_regex, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "server_assignor": m.server_assignor, "classic_member_metadata": classic}
+
+
+def current_assignment_fields(m: ConsumerMember) -> dict:
+    """A ConsumerGroupCurrentMemberAssignmentValue of the member."""
+    return {"member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch, "state": m.state,
+            "assigned_partitions": topic_partitions_field(m.assigned),
+            "partitions_pending_revocation": topic_partitions_field(m.pending_revocation)}
+
+
+def current_assignment_changed(before: ConsumerMember | None, after: ConsumerMember) -> bool:
+    if before is None:
+        return True
+    return (before.member_epoch, before.previous_member_epoch, before.state) != \
+        (after.member_epoch, after.previous_member_epoch, after.state) \
+        or not assignment_eq(before.assigned, after.assigned) \
+        or not assignment_eq(before.pending_revocation, after.pending_revocation)
+
+
+def replayed_assignment(tps) -> dict:
+    """A target assignment record as Kafka holds it once replayed (Assignment.fromRecord)."""
+    return replayed({tp.topic_id: list(tp.partitions) for tp in tps or [] if tp.partitions})
+
+
+def java_ordered(a: dict) -> dict:
+    """A target assignment in Kafka's iteration order; one made here from sets (a classic
+    group's upgrade, a static member's takeover) is taken as replayed from sorted lists."""
+    if all(isinstance(ps, list) for ps in a.values()):
+        return a
+    return replayed({tid: sorted(ps) for tid, ps in a.items()})
+
+
+def random_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): URL-safe base64 of 16 random bytes, unpadded."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

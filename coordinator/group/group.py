@@ -1,6 +1,6 @@
-"""One classic consumer group: its members, generation and state (Kafka's
-GroupMetadata / ClassicGroup). Pure data plus small helpers; the transitions
-live in coordinator.py."""
+"""One classic group: its members, generation and state (Kafka's ClassicGroup,
+ClassicGroupMember). Pure data plus small helpers; the transitions live in classic.py.
+Its committed offsets are the OffsetManager's (offsets.py)."""
 from __future__ import annotations
 
 import enum
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from minikafka.protocol.errors import ErrorCode
 
-from .records import OffsetValue, subscribed_topics
+from .records import subscribed_topics
 
 
 class GroupState(enum.Enum):
@@ -59,7 +59,7 @@ class Waiter:
 
 
 @dataclass
-class Member:
+class ClassicMember:
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -94,7 +94,7 @@ class Member:
 
 
 @dataclass
-class Group:
+class ClassicGroup:
     group_id: str
     state: GroupState = GroupState.EMPTY
     state_timestamp_ms: int = -1
@@ -102,7 +102,7 @@ class Group:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, Member] = field(default_factory=dict)
+    members: dict[str, ClassicMember] = field(default_factory=dict)
     # KIP-394: member ids handed out with MEMBER_ID_REQUIRED -> deadline to rejoin
     pending_members: dict[str, int] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)  # group.instance.id -> member id
@@ -114,17 +114,8 @@ class Group:
     # sync phase: members that got a JoinGroup response but have not synced yet
     pending_sync: set[str] = field(default_factory=set)
     sync_deadline_ms: int = 0
-    # offsets
-    offsets: dict[tuple[str, int], OffsetValue] = field(default_factory=dict)
-    # transactional offset commits not yet committed/aborted: producer id -> tp -> value
-    pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
-    # KIP-848: a consumer group's state (consumer.ConsumerGroupState); None for a classic group
-    consumer: object = None
 
     # ------------------------------------------------------------ state
-    def is_(self, *states: GroupState) -> bool:
-        return self.state in states
-
     def transition(self, state: GroupState, now_ms: int) -> None:
         if self.state not in VALID_PREVIOUS[state]:
             raise AssertionError(f"group {self.group_id}: invalid transition {self.state.value} -> {state.value}")
@@ -135,7 +126,7 @@ class Group:
     def has(self, member_id: str) -> bool:
         return member_id in self.members
 
-    def add(self, member: Member) -> None:
+    def add(self, member: ClassicMember) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
@@ -144,7 +135,7 @@ class Group:
         if self.leader_id is None:
             self.leader_id = member.member_id
 
-    def remove(self, member_id: str) -> Member | None:
+    def remove(self, member_id: str) -> ClassicMember | None:
         m = self.members.pop(member_id, None)
         if m is None:
             return None
@@ -225,6 +216,3 @@ class Group:
                 return None
             topics |= t
         return topics
-
-    def has_pending_txn_offset(self, tp: tuple[str, int]) -> bool:
-        return any(tp in offs for offs in self.pending_txn_offsets.values())

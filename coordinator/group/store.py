@@ -4,15 +4,22 @@
 (key, value) records to one partition (optionally transactional, with producer
 id/epoch) and read every batch of a partition back at start-up.
 `LogOffsetsStore` implements it on the storage layer's partition logs;
-`MemoryOffsetsStore` is an in-memory stand-in for unit tests.
+`MemoryOffsetsStore` is an in-memory stand-in for unit tests. `GroupLog` is how the
+group coordinator's parts write: a group's records to its partition, a failed append
+raised as the error Kafka's group coordinator answers.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import Record, build_batch, decode_batch, iter_batch_headers, parse_control_record
+
+from .records import partition_for
+
+log = logging.getLogger("minikafka.group")
 
 CONTROL_ABORT, CONTROL_COMMIT = 0, 1
 
@@ -140,3 +147,47 @@ class LogOffsetsStore(OffsetsStore):
 def _append_as_coordinator(lg, batch: bytes, now_ms: int):
     """UnifiedLog.append with Kafka's AppendOrigin.COORDINATOR."""
     return lg.append(batch, now_ms=now_ms, origin="coordinator")
+
+
+class GroupWriteError(Exception):
+    """An append to `__consumer_offsets` failed; ``code`` is what the request is answered."""
+
+    def __init__(self, code: ErrorCode):
+        super().__init__(code.name)
+        self.code = code
+
+
+def coordinator_write_error(exc: Exception) -> ErrorCode:
+    """Kafka's mapping of append errors for coordinator writes."""
+    E = ErrorCode
+    if isinstance(exc, KafkaError):
+        code = exc.code
+        if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    E.REQUEST_TIMED_OUT):
+            return E.COORDINATOR_NOT_AVAILABLE
+        if code == E.NOT_LEADER_OR_FOLLOWER:
+            return E.NOT_COORDINATOR
+        if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+            return E.INVALID_COMMIT_OFFSET_SIZE
+        return code
+    log.exception("append to __consumer_offsets failed")
+    return E.UNKNOWN_SERVER_ERROR
+
+
+class GroupLog:
+    """The group coordinator's writes: a group's records, one batch, to its partition."""
+
+    def __init__(self, store: OffsetsStore):
+        self.store = store
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.store.num_partitions)
+
+    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]], now_ms: int,
+               producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
+        """The offset of the first record; GroupWriteError when the append failed."""
+        try:
+            return self.store.append(self.partition_for(group_id), records, now_ms, producer_id, producer_epoch,
+                                     transactional)
+        except Exception as e:  # noqa: BLE001 - answered as Kafka maps it
+            raise GroupWriteError(coordinator_write_error(e)) from e

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from minikafka.coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore
+from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, MemoryOffsetsStore
 from minikafka.coordinator.group.consumer import (STABLE, UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS,
                                                   ConsumerMember, reconcile)
 from minikafka.coordinator.group.records import ConsumerGroupKey, parse_key
@@ -22,7 +22,7 @@ class TP:
 
 def make(store=None, session_ms=45_000, topics=None):
     cfg = GroupConfig(consumer_session_timeout_ms=session_ms)
-    return GroupCoordinator(cfg, store or MemoryOffsetsStore(50), topics=lambda: dict(topics or TOPICS))
+    return GroupCoordinatorShard(cfg, store or MemoryOffsetsStore(50), topics=lambda: dict(topics or TOPICS))
 
 
 def hb(c, member, epoch=0, now=T0, topics=("t",), owned=(), rto=30_000, instance=None, group="g"):
@@ -111,11 +111,11 @@ def test_commit_checks_member_epoch():
     c = make()
     hb(c, "a")
     g = c.group("g")
-    assert c.consumer_validate_commit(g, "a", 1, False, 9) == E.NONE
-    assert c.consumer_validate_commit(g, "a", 2, False, 9) == E.STALE_MEMBER_EPOCH
-    assert c.consumer_validate_commit(g, "a", 1, False, 8) == E.UNSUPPORTED_VERSION
-    assert c.consumer_validate_commit(g, "a", 0, True, 4) == E.ILLEGAL_GENERATION
-    assert c.consumer_validate_commit(g, "b", 1, True, 4) == E.UNKNOWN_MEMBER_ID
+    assert c.consumer.validate_commit(g, "a", 1, False, 9) == E.NONE
+    assert c.consumer.validate_commit(g, "a", 2, False, 9) == E.STALE_MEMBER_EPOCH
+    assert c.consumer.validate_commit(g, "a", 1, False, 8) == E.UNSUPPORTED_VERSION
+    assert c.consumer.validate_commit(g, "a", 0, True, 4) == E.ILLEGAL_GENERATION
+    assert c.consumer.validate_commit(g, "b", 1, True, 4) == E.UNKNOWN_MEMBER_ID
 
 
 def test_v0_join_gets_a_member_id_from_the_coordinator():

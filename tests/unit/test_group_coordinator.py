@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from minikafka.coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore, OffsetValue
+from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, MemoryOffsetsStore, OffsetValue
 from minikafka.coordinator.group.group import GroupState
 from minikafka.coordinator.group.records import (GroupRecord, MemberRecord, group_metadata_value, offset_commit_key,
                                        offset_commit_value, parse_group_value, parse_key, parse_offset_value,
@@ -19,7 +19,7 @@ T0 = 1_000_000
 
 def make(delay=0, store=None, **kw):
     cfg = GroupConfig(initial_rebalance_delay_ms=delay, **kw)
-    return GroupCoordinator(cfg, store or MemoryOffsetsStore(50))
+    return GroupCoordinatorShard(cfg, store or MemoryOffsetsStore(50))
 
 
 def commit(c, group, member, instance, generation, offsets: dict, now, **kw) -> dict:
@@ -299,7 +299,7 @@ def test_offsets_and_groups_rebuilt_from_log():
     c2 = make(store=store)
     c2.load(T0 + 50)
     g = c2.group("g")
-    assert {tp: v.offset for tp, v in g.offsets.items()} == {("t", 0): 11, ("t", 1): 20}
+    assert {tp: v.offset for tp, v in c2.offsets.of("g").items()} == {("t", 0): 11, ("t", 1): 20}
     assert g.state == GroupState.STABLE and g.generation_id == gen and set(g.members) == set(members)
     assert g.leader_id == leader
     assert {m.assignment for m in g.members.values()} == {m.encode() for m in members}
@@ -316,7 +316,7 @@ def test_delete_groups():
     c.leave_group("g", [(leader, None)], T0)
     assert c.delete_groups(["g"], T0) == {"g": E.NONE}
     assert c.group("g") is None
-    c2 = make(store=c.store)
+    c2 = make(store=c.log.store)
     c2.load(T0)
     assert c2.group("g") is None
 
@@ -346,13 +346,13 @@ def test_offset_retention_for_empty_and_simple_groups():
         assert c.heartbeat("g", gen, leader, None, t) == E.NONE
         c.tick(t)
     assert c.group("s") is None  # simple group: counted from the commit
-    assert c.group("g").offsets
+    assert c.offsets.of("g")
     c.leave_group("g", [(leader, None)], T0 + 70_000)
     c.tick(T0 + 70_000 + 59_000)
-    assert c.group("g").offsets  # empty for less than the retention
+    assert c.offsets.of("g")  # empty for less than the retention
     c.tick(T0 + 70_000 + 61_000)
     assert c.group("g") is None
-    c2 = make(store=c.store)
+    c2 = make(store=c.log.store)
     c2.load(T0 + 200_000)
     assert c2.group("g") is None and c2.group("s") is None
 
@@ -507,7 +507,7 @@ def test_topic_deletion_drops_committed_and_pending_offsets():
     commit(c, "g", "", None, -1, {("t", 0): OffsetValue(2), ("u", 0): OffsetValue(3)}, T0)
     txn_commit(c, "h", 1000, 0, "", None, -1, {("t", 1): OffsetValue(9)}, T0)
     c.on_topic_deleted("t", T0)
-    assert c.fetch_offsets("g", None, True)[1] == [(("u", 0), c.groups["g"].offsets[("u", 0)], E.NONE)]
+    assert c.fetch_offsets("g", None, True)[1] == [(("u", 0), c.offsets.of("g")[("u", 0)], E.NONE)]
     assert c.fetch_offsets("h", [("t", 1)], True)[1] == [(("t", 1), None, E.NONE)]
     c.complete_transaction(c.partition_for("h"), 1000, True)
     assert c.fetch_offsets("h", [("t", 1)], True)[1] == [(("t", 1), None, E.NONE)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from minikafka.coordinator.group import GroupConfig, GroupCoordinator, MemoryOffsetsStore
+from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, MemoryOffsetsStore
 from minikafka.coordinator.group.records import assignment_bytes, parse_assignment
 from minikafka.protocol import schema
 from minikafka.protocol.errors import ErrorCode as E
@@ -18,7 +18,7 @@ PROTOS = [("range", SUB)]
 
 
 def make(store):
-    return GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), store, topics=lambda: dict(TOPICS))
+    return GroupCoordinatorShard(GroupConfig(initial_rebalance_delay_ms=0), store, topics=lambda: dict(TOPICS))
 
 
 def classic_stable(c):
@@ -99,7 +99,7 @@ def test_last_consumer_member_leaving_makes_a_classic_group_again_that_survives_
 
 
 def test_migration_policy_disabled_refuses_the_upgrade_and_keeps_the_consumer_group():
-    c = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0, migration_policy="disabled"),
+    c = GroupCoordinatorShard(GroupConfig(initial_rebalance_delay_ms=0, migration_policy="disabled"),
                          MemoryOffsetsStore(50), topics=lambda: dict(TOPICS))
     classic_stable(c)
     assert hb(c, "m2")["error_code"] == E.GROUP_ID_NOT_FOUND

@@ -1,5 +1,6 @@
 """Imports flow one way: broker -> coordinator -> storage -> protocol (DESIGN.md).
-Only broker/ knows trio; protocol/ touches no sockets or files.
+Only broker/ knows trio; protocol/ touches no sockets or files. No class is assembled from
+mixins, and no module imports another module's private (underscore) names.
 
 Each layer is a top-level folder of the repository and the subpackage ``minikafka.<folder>``
 once installed; every import names the layer by its full name (``minikafka.storage.log``) or
@@ -54,6 +55,9 @@ def python_files(folder: str) -> list[Path]:
     return sorted((ROOT / folder).rglob("*.py"))
 
 
+CODE = [path for folder in FOLDERS + [PACKAGE] for path in python_files(folder)]
+
+
 @pytest.mark.parametrize("layer", LAYERS)
 def test_imports_flow_downward(layer):
     bad = []
@@ -95,4 +99,86 @@ def test_one_import_name():
         for mod in imports_of(path):
             if mod.split(".")[0] in FOLDERS:
                 bad.append(f"{rel} imports {mod}")
+    assert not bad
+
+
+def test_no_class_is_assembled_from_mixins():
+    """A class has one base at most (an interface, an exception, a dataclass's parent): what it
+    needs from another class it holds as an object."""
+    bad = []
+    for path in CODE:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = [ast.unparse(b) for b in node.bases]
+            if len(bases) > 1 or node.name.endswith("Mixin") or any(b.endswith("Mixin") for b in bases):
+                bad.append(f"{path.relative_to(ROOT)}: class {node.name}({', '.join(bases)})")
+    assert not bad
+
+
+def test_no_module_imports_private_names():
+    """``from x import _name`` reaches into another module's insides: what a module offers
+    others has a public name."""
+    bad = []
+    for path in CODE:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {', '.join(private)}")
+    assert not bad
+
+
+def _top_level_imports(path: Path, names: set[str]) -> set[str]:
+    """The project modules ``path`` imports outside any function (``from pkg import mod``
+    counts ``pkg.mod`` when that is a module)."""
+    tree = ast.parse(path.read_text(), str(path))
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            out |= _imported(sub, package, names)
+    return out & names
+
+
+def _imported(node, package: str, names: set[str]) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        base = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+            if node.level else node.module
+        return {base} | {f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in names}
+    return set()
+
+
+def test_no_import_is_deferred_to_dodge_a_cycle():
+    """An import inside a function is fine for start-up time, never to hide a cycle: no module
+    imports, inside a function, a module that (through imports at the top of modules) imports it."""
+    modules = {module_name(p): p for p in CODE}
+    names = set(modules)
+    graph = {m: _top_level_imports(p, names) for m, p in modules.items()}
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo.extend(graph.get(m, ()))
+        return False
+
+    bad = []
+    for m, path in modules.items():
+        package = m if path.name == "__init__.py" else m.rpartition(".")[0]
+        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    for target in _imported(node, package, names) & names:
+                        if reaches(target, m):
+                            bad.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}, which imports it")
     assert not bad
