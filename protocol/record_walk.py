@@ -39,7 +39,7 @@ Step = Callable[[], None] | None
 
 class RecordSummary:
     """What a walk found: the number of records, the smallest and largest timestamp delta
-    (None without records), the indexes of records without a key, and whether every record's
+    (None without records), how many records have no key, and whether every record's
     offset delta is its index. ``visit``, if set before the walk, is called with
     ``(index, timestamp delta, offset delta, key length, value length, key)`` for each record;
     ``key`` is None unless ``keys`` is set: then the key's bytes, or for a key longer than
@@ -51,7 +51,7 @@ class RecordSummary:
         self.count = 0
         self.lo = None
         self.hi = None
-        self.keyless: list[int] = []
+        self.keyless = 0
         self.ordered = True
         self.visit = visit
         self.keys = keys
@@ -186,7 +186,7 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
             if kl >= 0:
                 p += kl
             else:
-                keyless.append(i)
+                keyless += 1
             b = data[p]
             if b < 0x80:
                 vl = (b >> 1) ^ -(b & 1)
@@ -236,7 +236,7 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
             pos = rend
     except IndexError:
         raise _structure() from None
-    s.lo, s.hi, s.ordered = lo, hi, ordered
+    s.lo, s.hi, s.ordered, s.keyless = lo, hi, ordered, keyless
     return pos, i
 
 
@@ -411,7 +411,7 @@ def _stream_record(stream, data, p: int, i: int, s: RecordSummary):
             yield from r.copy(kl, digest.update)
             key = "md5", digest.digest()
     else:
-        s.keyless.append(i)
+        s.keyless += 1
     vl = yield from r.varint()
     if vl > 0:
         within(vl, "the value")
@@ -476,12 +476,11 @@ def reencode_records(buf, pos: int, size: int, count: int, codec: int, target: i
     ``(timestamp delta, offset delta)``, or None to leave it out; its attributes, key, value and
     headers are copied as they are, in chunks, so a record of any size passes through bounded
     memory. With ``limit``, MESSAGE_TOO_LARGE as soon as the new section passes it."""
-    from minikafka.protocol.compression import deflater
     payload = memoryview(buf)[pos + HEADER_SIZE:pos + size]
     source = compression.inflater(codec, payload, block_limit) if codec else _Plain(payload)
     out = bytearray()
     if target:
-        d = deflater(target, level)
+        d = compression.deflater(target, level)
 
         def sink(data):
             out.extend(d.write(data))

@@ -2,10 +2,10 @@
 
 Sans-I/O: bytes in, values out. See ``shared/kafka-protocol/RECORD-BATCH.md``.
 
-Hot path (produce/fetch) only touches the 61-byte batch headers
-(:func:`parse_header`, :func:`validate_batches`, :func:`patch_base_offset`) and
-never decodes records. Record encoding/decoding (:func:`build_batch`,
-:func:`decode_batch`) is for tests, internal topics and tools.
+The produce and fetch paths work on the 61-byte batch headers (:func:`parse_header`,
+:func:`validate_batches`, :func:`patch_base_offset`); a produced batch's records are read,
+without being kept, by protocol/record_walk.py. Record encoding/decoding into values
+(:func:`build_batch`, :func:`decode_batch`) is for tests, internal topics and tools.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import time
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 
+from minikafka.protocol import compression
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
@@ -449,7 +450,6 @@ def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     """Compress a records blob with a Kafka codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
     if codec not in _CODECS:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
-    from minikafka.protocol import compression
     return compression.compress(codec, data, level)
 
 
@@ -458,7 +458,6 @@ def decompress(codec: int, data) -> bytes:
     A stream its codec cannot read is UNKNOWN_SERVER_ERROR (compression.CodecError)."""
     if codec not in _CODECS:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
-    from minikafka.protocol import compression
     return compression.decompress(codec, data)
 
 

@@ -705,7 +705,7 @@ class _Retained:
         self.h, self.latest, self.get, self.stats = h, latest, offset_map.get, stats
         self.retain_deletes = not h.attributes & _HORIZON or now < h.base_timestamp
         self.log_append = bool(h.attributes & rec.TIMESTAMP_TYPE_MASK)
-        self.keep = bytearray(h.records_count)
+        self.keep = bytearray((h.records_count + 7) >> 3)     # a bit per record
         self.count = 0
         self.tombstones = False
         self.first_ts = None
@@ -724,7 +724,7 @@ class _Retained:
             return
         elif not (offset >= self.get(key) and (vl >= 0 or self.retain_deletes)):
             return
-        self.keep[i] = 1
+        self.keep[i >> 3] |= 1 << (i & 7)
         self.count += 1
         if vl < 0:
             self.tombstones = True
@@ -775,7 +775,7 @@ def _rebuild_retained(plan: LogToClean, data, h: rec.BatchHeader, kept: _Retaine
     keep = kept.keep
 
     def fields(i, td, od):
-        return (_java_long(kept.timestamp(td) - base_ts), od) if keep[i] else None
+        return (_java_long(kept.timestamp(td) - base_ts), od) if keep[i >> 3] >> (i & 7) & 1 else None
 
     section = _drive(walk.reencode_records(data, 0, h.size, h.records_count, h.compression, h.compression, fields,
                                            block_limit=_block_limit(plan)), plan.cancelled)

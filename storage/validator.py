@@ -32,20 +32,41 @@ _SAFE = 1 << 62                    # timestamps this far from 0 compare without 
 _KEPT_ATTRIBUTES = rec.COMPRESSION_MASK | rec.TRANSACTIONAL_FLAG | rec.CONTROL_FLAG
 
 
+MAX_RECORD_ERRORS = 10_000
+
+
+class RecordErrors:
+    """The failing records of one batch, as Kafka's ``processRecordErrors`` reports them: every
+    error counted, the first :data:`MAX_RECORD_ERRORS` kept (a batch of a million bad records
+    would otherwise hold, and answer, a million messages)."""
+
+    def __init__(self):
+        self.kept: list[tuple[int, str]] = []
+        self.total = 0
+        self.timestamp = False
+
+    def add(self, index: int, code: ErrorCode, message) -> None:
+        self.total += 1
+        if code == ErrorCode.INVALID_TIMESTAMP:
+            self.timestamp = True
+        if len(self.kept) < MAX_RECORD_ERRORS:
+            self.kept.append((index, message()))
+
+
 class RecordValidationError(KafkaError):
     """Kafka's ``RecordValidationException``: records of a batch failed validation, the whole
     batch is refused. INVALID_TIMESTAMP if any record's timestamp is the reason, else
     INVALID_RECORD; the summary is Kafka's text, word for word."""
 
-    def __init__(self, errors: list[tuple[int, str, ErrorCode]]):
-        self.record_errors = [(index, message) for index, message, _ in errors]
-        if any(code == ErrorCode.INVALID_TIMESTAMP for _, _, code in errors):
+    def __init__(self, errors: RecordErrors):
+        self.record_errors = errors.kept
+        if errors.timestamp:
             super().__init__(ErrorCode.INVALID_TIMESTAMP,
                              "One or more records have been rejected due to invalid timestamp")
         else:
             shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in self.record_errors[:3])
             super().__init__(ErrorCode.INVALID_RECORD,
-                             f"One or more records have been rejected due to {len(errors)} record errors in "
+                             f"One or more records have been rejected due to {errors.total} record errors in "
                              f"total, and only showing the first three errors at most: [{shown}]")
 
 
@@ -158,7 +179,7 @@ def _validate_records(buf, pos: int, h: rec.BatchHeader, summary: walk.RecordSum
     create_time = not config.log_append_time
     producer_lat = bool(h.attributes & rec.TIMESTAMP_TYPE_MASK)
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
-    keyless = summary.keyless if check_keys else []
+    keyless = summary.keyless if check_keys else 0
     base = h.base_timestamp
 
     def timestamp_error(ts: int):
@@ -179,31 +200,30 @@ def _validate_records(buf, pos: int, h: rec.BatchHeader, summary: walk.RecordSum
     if exact and not keyless and timestamp_error(lo) is None and timestamp_error(hi) is None:
         # no record fails: the bounds hold at both ends, and nothing in between overflows
         return max(rec.NO_TIMESTAMP, hi)
-    errors = []
-    keyless_set = set(keyless)
+    errors = RecordErrors()
     top = [rec.NO_TIMESTAMP]
 
     def visit(index, td, od, kl, vl, _key):
         ts = h.max_timestamp if producer_lat else _java_long(base + td)
         if ts > top[0]:
             top[0] = ts
-        if index in keyless_set:
-            errors.append((index, f"Compacted topic cannot accept message without key in topic partition {name}",
-                           ErrorCode.INVALID_RECORD))
+        if kl < 0 and check_keys:
+            errors.add(index, ErrorCode.INVALID_RECORD,
+                       lambda: f"Compacted topic cannot accept message without key in topic partition {name}")
             return
         reason = timestamp_error(ts)
         if reason == "out of range":
-            errors.append((index, f"Timestamp {ts} of message with offset {od} is out of range. The timestamp "
-                                  f"should be within [{_java_long(now_ms - before)}, {_java_long(now_ms + after)}]",
-                           ErrorCode.INVALID_TIMESTAMP))
+            errors.add(index, ErrorCode.INVALID_TIMESTAMP, lambda: (
+                f"Timestamp {ts} of message with offset {od} is out of range. The timestamp should be within "
+                f"[{_java_long(now_ms - before)}, {_java_long(now_ms + after)}]"))
         elif reason is not None:
-            errors.append((index, f"Invalid timestamp type in message DefaultRecord(offset={od}, timestamp={ts}, "
-                                  f"key={max(kl, 0)} bytes, value={max(vl, 0)} bytes). Producer should not set "
-                                  f"timestamp type to LogAppendTime.", ErrorCode.INVALID_TIMESTAMP))
+            errors.add(index, ErrorCode.INVALID_TIMESTAMP, lambda: (
+                f"Invalid timestamp type in message DefaultRecord(offset={od}, timestamp={ts}, key={max(kl, 0)} "
+                f"bytes, value={max(vl, 0)} bytes). Producer should not set timestamp type to LogAppendTime."))
 
     yield from walk.walk_records(buf, pos, h.size, h.records_count, h.attributes & rec.COMPRESSION_MASK,
                                  visit=visit, block_limit=block_limit)
-    if errors:
+    if errors.total:
         raise RecordValidationError(errors)
     return top[0]
 
