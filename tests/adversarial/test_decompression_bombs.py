@@ -142,3 +142,23 @@ def test_the_cleaner_rewrites_a_bomb_in_bounded_memory(bomb_broker):
     kept = [(r.offset, r.key, len(r.value)) for _, rs in batches for r in rs]
     assert kept == [(1, b"b", BOMB // 2), (2, b"a", 5), (3, b"c", 5)], kept
     assert growth < PEAK_GROWTH_LIMIT, f"peak RSS grew by {growth / MiB:.1f} MiB while writing and cleaning"
+
+
+@pytest.mark.parametrize("target, answer", [("uncompressed", 10), ("lz4", 0)])
+def test_a_bomb_rebuilt_under_the_topics_codec_stops_at_max_message_bytes(bomb_broker, target, answer):
+    """compression.type other than the batch's: the batch is rebuilt under it, in a stream that
+    stops as soon as it passes max.message.bytes (MESSAGE_TOO_LARGE, Kafka's answer to a rebuilt
+    batch over it); 64 MiB of zeros under lz4 is 256 KB and is written."""
+    broker = bomb_broker
+    topic = unique_name(f"rebuilt-{target}")
+    with RawClient("127.0.0.1", broker.port) as c:
+        assert c.create_topic(topic, configs=dict(TOPIC_CONFIGS, **{"compression.type": target})) == 0
+    base = reset_peak(broker.pid)
+    p = _send(broker, topic, bad.inflating_batch(rec.Compression.GZIP, BOMB, records=4, key=b"k"))
+    growth = peak_rss(broker.pid) - base
+    assert p.error_code == answer, p
+    assert growth < PEAK_GROWTH_LIMIT, f"peak RSS grew by {growth / MiB:.1f} MiB"
+    if answer == 0:
+        with RawClient("127.0.0.1", broker.port) as c:
+            _, batches = c.fetch_all(topic, 0)
+        assert [(h.compression, [len(r.value) for r in rs]) for h, rs in batches] == [(3, [BOMB // 4] * 4)]
