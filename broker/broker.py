@@ -15,16 +15,15 @@ from minikafka.storage.dynamic_config import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
 from minikafka.coordinator.producer_ids import ProducerIdManager
-from minikafka.coordinator.transaction import TransactionCoordinator
-from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
-from .group_commit import GroupCommit
 from .stepper import Stepper
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
+from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("minikafka.broker")
 
@@ -106,9 +105,9 @@ class Broker:
         self.listeners: dict = {}  # name -> broker.security.listener.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
         self._data_event: trio.Event | None = None  # made by data_event for a waiter, dropped by notify_data
-        self._markers_due = trio.Event()  # set: the transaction coordinator has markers to write
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
+        self.transactions = None  # TransactionRuntime: runs the transaction coordinator's results
         self.features = None  # FinalizedFeatures (transaction.version, ...), read or made in load()
         self._group_coordinator = None  # GroupCoordinatorShard: see group_coordinator
         self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
@@ -147,14 +146,16 @@ class Broker:
                                          self.config["allow.everyone.if.no.acl.found"])
         cfg = self.config
         self.txn_coordinator = TransactionCoordinator(
-            BrokerTxnIO(self),
+            self.producer_ids,
             num_partitions=cfg["transaction.state.log.num.partitions"],
             max_timeout_ms=cfg["transaction.max.timeout.ms"],
             id_expiration_ms=cfg["transactional.id.expiration.ms"],
             offsets_partitions=cfg["offsets.topic.num.partitions"],
             two_phase_commit=cfg["transaction.two.phase.commit.enable"],
+            transaction_version=self.features.transaction_version,
         )
-        self.txn_coordinator.load()
+        self.transactions = TransactionRuntime(self.txn_coordinator, self)
+        self.transactions.load()
         if OFFSETS_TOPIC in self.logs.topics():
             self._group_coordinator = self._load_group_coordinator()
         if trace is not None:
@@ -187,12 +188,12 @@ class Broker:
         before a restart first), group timers, transaction timeouts and expiry,
         producer-state expiry, retention, checkpoints and log cleaning."""
         cfg = self.config
-        nursery.start_soon(self._write_txn_markers)
+        nursery.start_soon(self.transactions.write_markers_forever)
         nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
         nursery.start_soon(self._every, cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                           self.txn_coordinator.abort_timed_out)
+                           self.transactions.abort_timed_out)
         nursery.start_soon(self._every, cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
-                           self._expire_transactional_ids)
+                           self.transactions.expire_transactional_ids)
         nursery.start_soon(self._every, cfg["producer.id.expiration.check.interval.ms"], self._expire_producers)
         nursery.start_soon(self._every, cfg["log.retention.check.interval.ms"], self._retention)
         # Kafka's LogManager tasks: the log flusher (flush.ms) and the recovery-point checkpoint
@@ -203,28 +204,6 @@ class Broker:
         nursery.start_soon(self._flusher)
         if cfg["log.cleaner.enable"]:
             nursery.start_soon(self._every, max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs)
-
-    async def _write_txn_markers(self) -> None:
-        """The transaction coordinator's marker writer (Kafka's TransactionMarkerChannelManager):
-        a round whenever a transaction is decided, and again after the coordinator's backoff
-        while a marker write keeps failing."""
-        while True:
-            due = self._markers_due = trio.Event()
-            try:
-                delay = self.txn_coordinator.write_markers()
-            except Exception:
-                log.exception("writing transaction markers failed")
-                delay = 1.0
-            if delay is None:
-                # no deadline, no cancel scope: this wait comes round for each decided
-                # transaction, and entering and leaving a scope costs more than the wake-up
-                await due.wait()
-                continue
-            with trio.move_on_after(delay):
-                await due.wait()
-
-    async def _expire_transactional_ids(self) -> None:
-        self.txn_coordinator.expire_transactional_ids()
 
     async def _retention(self) -> None:
         deleted = self.logs.cleanup(now_ms())
@@ -342,11 +321,6 @@ class Broker:
         if ev is None:
             ev = self._data_event = trio.Event()
         return ev
-
-    def answer_sent(self) -> None:
-        """A connection's answer is out: transactions it decided (EndTxn) get their markers
-        before that connection's next request is read."""
-        self.txn_coordinator.write_untried_markers()
 
     def notify_data(self) -> None:
         # the event exists only while a long-poll holds it: an append (several a commit) with
@@ -477,8 +451,8 @@ class Broker:
         if add:
             try:
                 # what Kafka's AddPartitionsToTxnManager sends: AddPartitionsToTxn v5 (transactions V2)
-                self.txn_coordinator.add_partitions(transactional_id, producer_id, producer_epoch, [tp],
-                                                    client_txn_version=2)
+                self.transactions.add_partitions(transactional_id, producer_id, producer_epoch, [tp],
+                                                 client_txn_version=2)
                 code = ErrorCode.NONE
             except TxnError as e:
                 code = e.code
@@ -570,103 +544,3 @@ class Broker:
         if lg is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return lg
-
-
-class BrokerTxnIO:
-    """The transaction coordinator's window on this broker (coordinator.transaction.TxnIO)."""
-
-    def __init__(self, broker: Broker):
-        self.broker = broker
-        # fault hooks (README, "Fault injection"): markers never written to these partitions
-        # ("topic:partition"), or failing retriably for topics with this name prefix
-        self.skip_marker_for: set[tuple[str, int]] = set()
-        skip = os.environ.get("MINIKAFKA_FAULT_SKIP_MARKER")
-        if skip:
-            topic, _, part = skip.rpartition(":")
-            self.skip_marker_for.add((topic, int(part)))
-        self.hold_markers_prefix = os.environ.get("MINIKAFKA_FAULT_HOLD_MARKERS") or None
-        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None
-        self.group_commit = GroupCommit(broker.log_dir_failed)
-
-    def now_ms(self) -> int:
-        return now_ms()
-
-    def allocate_producer_id(self) -> int:
-        return self.broker.producer_ids.next_id()
-
-    def append_state(self, partition: int, key: bytes, value: bytes | None) -> bool:
-        return self._append_state(partition, rec.build_record_batch(key, value, now_ms()))
-
-    def append_states(self, records: list[tuple[int, bytes, bytes | None]]) -> None:
-        """Several records, each its own batch as Kafka writes them; one append per partition."""
-        ts = now_ms()
-        by_partition: dict[int, list[bytes]] = {}
-        for partition, key, value in records:
-            by_partition.setdefault(partition, []).append(rec.build_record_batch(key, value, ts))
-        for partition, batches in by_partition.items():
-            self._append_state(partition, b"".join(batches))
-
-    def _append_state(self, partition: int, batches: bytes) -> bool:
-        """-> whether the append reached the partition's flush.messages."""
-        lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        if lg is None:
-            self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
-            lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        try:
-            return lg.append(batches, origin="coordinator").flush_needed
-        except OSError as e:
-            self.broker.log_dir_failed(e)
-        except KafkaError as e:
-            if isinstance(e.__cause__, OSError):
-                self.broker.log_dir_failed(e.__cause__)
-            raise
-
-    async def flush_state(self, partition: int) -> None:
-        lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-        await self.group_commit.flush(lg, lg.log_end_offset)
-
-    def write_markers(self, markers: list[tuple[str, int, int, int, bool, int]]) -> list[int]:
-        """Markers ``(topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)``;
-        those bound for one partition are one append."""
-        codes = [0] * len(markers)
-        by_partition: dict[tuple[str, int], list[int]] = {}
-        for i, (topic, partition, producer_id, _, commit, _) in enumerate(markers):
-            if (topic, partition) in self.skip_marker_for:
-                log.warning("fault injection: not writing the %s marker to %s-%d (pid %d)",
-                            "COMMIT" if commit else "ABORT", topic, partition, producer_id)
-                # codes[i] stays 0: the coordinator believes it was written, a hanging transaction
-            elif self.hold_markers_prefix is not None and topic.startswith(self.hold_markers_prefix):
-                codes[i] = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # as if the partition had no leader
-            else:
-                by_partition.setdefault((topic, partition), []).append(i)
-        for (topic, partition), indexes in by_partition.items():
-            answers = self.broker.write_markers(topic, partition, [markers[i][2:] for i in indexes])
-            for i, code in zip(indexes, answers):
-                codes[i] = code
-        return codes
-
-    def markers_due(self) -> None:
-        self.broker._markers_due.set()
-
-    def read_state(self):
-        for _, _, r in self.broker.internal_records(TRANSACTION_TOPIC):
-            if r.key is not None:
-                yield r.key, r.value
-
-    def partition_exists(self, topic: str, partition: int) -> bool:
-        return self.broker.get_log(topic, partition) is not None
-
-    def coordinator_epoch(self, state_partition: int) -> int:
-        """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
-        loads each partition with its leader epoch as the coordinator epoch)."""
-        return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
-
-    def transaction_version(self) -> int:
-        """The finalized transaction.version (broker/features.py): what the coordinator's own
-        aborts follow and which record version it writes."""
-        return self.broker.features.transaction_version
-
-    def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
-        if self.fault_point == point:
-            log.error("fault injection: exiting at %s", point)
-            os._exit(86)

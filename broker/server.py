@@ -157,6 +157,9 @@ class Connection:
         self.scope = trio.CancelScope()
         self.last_active = trio.current_time()
         self.in_request = False
+        # what a handler asks to run once its answer is sent, before this connection's next
+        # request is read (Kafka's onComplete of a response): an async function, or None
+        self.after_answer = None
 
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
@@ -230,7 +233,9 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
             await send_response(stream, out)  # (yields to other connections)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
-        conn.broker.answer_sent()
+        if conn.after_answer is not None:
+            after, conn.after_answer = conn.after_answer, None
+            await after()
         conn.in_request = False
         conn.last_active = trio.current_time()
 

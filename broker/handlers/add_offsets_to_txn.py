@@ -1,5 +1,5 @@
 """AddOffsetsToTxn (25): registers the group's __consumer_offsets partition in the transaction."""
-from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction import TxnError
 from .common import fenced_error
 
 
@@ -7,7 +7,7 @@ async def handle(conn, header, req):
     broker = conn.broker
     broker.ensure_internal_topic("__consumer_offsets")
     try:
-        broker.txn_coordinator.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
+        broker.transactions.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
         code = 0
     except TxnError as e:
         code = fenced_error(e.code, header.api_version, 2)

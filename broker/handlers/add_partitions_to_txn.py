@@ -5,7 +5,7 @@ transactionVersionForAddPartitionsToTxn). The decoded request is read by subscri
 of a decoded message costs about ten times as much, and a client's AddPartitionsToTxn comes once
 a transaction."""
 from minikafka.protocol.errors import ErrorCode
-from minikafka.coordinator.transaction.coordinator import TxnError
+from minikafka.coordinator.transaction import TxnError
 from ..security import authorizer as acl
 from .common import fenced_error
 
@@ -32,7 +32,7 @@ def _one(conn, tid, pid, epoch, topics, verify_only, version):
     if verify_only:
         return broker.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
     try:
-        broker.txn_coordinator.add_partitions(tid, pid, epoch, wanted, client_txn_version=2 if version >= 4 else 0)
+        broker.transactions.add_partitions(tid, pid, epoch, wanted, client_txn_version=2 if version >= 4 else 0)
         code = ErrorCode.NONE
     except TxnError as e:
         code = fenced_error(e.code, version, 2)

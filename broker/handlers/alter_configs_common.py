@@ -44,7 +44,11 @@ def duplicate_resources(resources) -> set[int]:
     return {i for idxs in seen.values() if len(idxs) > 1 for i in idxs}
 
 
-class UnknownOperation(KafkaError):
+class Unexplained(KafkaError):
+    """An error Kafka answers without a message."""
+
+
+class UnknownOperation(Unexplained):
     """An IncrementalAlterConfigs operation Kafka does not know: OpType.forId throws, and the
     resource gets UNKNOWN_SERVER_ERROR without a message (recorded)."""
 
@@ -205,18 +209,28 @@ def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
 
 def response_entry(res, err: KafkaError | None = None) -> dict:
     return {"error_code": int(err.code) if err else 0,
-            "error_message": err.message if err and not isinstance(err, UnknownOperation) else None,
+            "error_message": err.message if err and not isinstance(err, Unexplained) else None,
             "resource_type": res.resource_type, "resource_name": res.resource_name}
 
 
 def config_refusal(conn, operation: int, resource_type: int, name: str) -> KafkaError | None:
-    """Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for broker and
-    broker-logger resources."""
+    """Kafka: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic or the group, or on the cluster for
+    broker, broker-logger and client-metrics resources; a type the API does not know is its
+    INVALID_REQUEST whoever asks (the caller's). Kafka's broker refuses an IncrementalAlterConfigs
+    of a broker logger itself, without a message; the controller, which answers the other alters,
+    and DescribeConfigs give the error's."""
     from ..security import authorizer as acl
+    if resource_type not in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP):
+        return None
     if resource_type == TOPIC:
         if not conn.authorize(operation, acl.TOPIC, name):
             return KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+    elif resource_type == GROUP:
+        if not conn.authorize(operation, acl.GROUP, name):
+            return KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
     elif not conn.authorize(operation, acl.CLUSTER, acl.CLUSTER_NAME):
+        if resource_type == BROKER_LOGGER and operation == acl.ALTER_CONFIGS:
+            return Unexplained(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     return None
 
@@ -234,7 +248,10 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
         try:
             if i in dups:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
-            refused = conn is not None and config_refusal(conn, 11, res.resource_type, res.resource_name)  # ALTER_CONFIGS
+            # (the legacy API knows no broker logger: INVALID_REQUEST below, whoever asks)
+            legacy_logger = res.resource_type == BROKER_LOGGER and logger_apply is None
+            refused = conn is not None and not legacy_logger and \
+                config_refusal(conn, 11, res.resource_type, res.resource_name)  # ALTER_CONFIGS
             if refused:
                 raise refused
             check_entries(res.configs, incremental=incremental)

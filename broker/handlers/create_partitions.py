@@ -20,8 +20,8 @@ async def handle(conn, header, req):
 def _grow(conn, broker, t, validate_only: bool) -> dict:
     res = {"name": t.name, "error_code": 0, "error_message": None}
     try:
-        if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic
-            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+        if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic, no message
+            return dict(res, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
         info = broker.logs.topics().get(t.name)
         if info is None:  # Kafka gives no message
             return dict(res, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))

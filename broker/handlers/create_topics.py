@@ -29,7 +29,10 @@ async def handle(conn, header, req):
         results = [_failed(t.name, ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
                    for t in passed]
     else:
-        results = [_create(broker, t, req.validate_only) for t in passed]
+        # a topic's configs and layout are answered only to who may DESCRIBE_CONFIGS it (Kafka: the
+        # controller's describable topics; the others get TOPIC_AUTHORIZATION_FAILED for their configs)
+        results = [_create(broker, t, req.validate_only, conn.authorize(acl.DESCRIBE_CONFIGS, acl.TOPIC, t.name))
+                   for t in passed]
     results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
     results += [_failed(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.") for n in refused]
     return {"throttle_time_ms": 0, "topics": results}
@@ -47,7 +50,7 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict:
             "replication_factor": -1, "configs": []}
 
 
-def _create(broker, t, validate_only: bool) -> dict:
+def _create(broker, t, validate_only: bool, describable: bool) -> dict:
     try:
         err = topic_name_error(t.name)
         if err is not None:
@@ -89,6 +92,10 @@ def _create(broker, t, validate_only: bool) -> dict:
             else broker.create_topic(t.name, n, configs)
     except KafkaError as e:
         return _failed(t.name, e.code, e.message)
+    if not describable:
+        return {"name": t.name, "topic_id": info.topic_id, "error_code": 0, "error_message": None,
+                "num_partitions": -1, "replication_factor": -1, "configs": [],
+                "topic_config_error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
     # Kafka lists the topic's configs by name
     entries = sorted(describe_configs(broker.default_log_config.with_overrides(configs)), key=lambda c: c.name)
     return {"name": t.name, "topic_id": info.topic_id, "error_code": 0, "error_message": None,

@@ -41,7 +41,9 @@ async def handle(conn, header, req):
                 info = broker.topic_by_id(topic_id)
                 if info is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
-                name = res["name"] = info.name
+                name = info.name
+                if conn.authorize(acl.DESCRIBE, acl.TOPIC, name):  # Kafka: the name only to who may see it
+                    res["name"] = name
             if not conn.authorize(acl.DELETE, acl.TOPIC, name):  # Kafka: before whether it exists
                 raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
             info = broker.logs.topics().get(name)

@@ -4,6 +4,7 @@ import re
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction import TxnState
+from ..broker import now_ms
 from ..security import authorizer as acl
 
 
@@ -23,7 +24,7 @@ async def handle(conn, header, req):
             return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_REGULAR_EXPRESSION,
                     "unknown_state_filters": [], "transaction_states": []}
     states = []
-    for md in coord.list_transactions(wanted & KNOWN_STATES if wanted else None,
+    for md in coord.list_transactions(now_ms(), wanted & KNOWN_STATES if wanted else None,
                                       set(req.producer_id_filters or []) or None,
                                       req.duration_filter if req.duration_filter is not None else -1):
         if regex is not None and not regex.fullmatch(md.transactional_id):

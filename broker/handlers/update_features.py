@@ -17,6 +17,7 @@ async def handle(conn, header, req):
         updates.append(FeatureUpdate(u.feature, u.max_version_level, kind))
     validate_only = bool(req.validate_only) if v >= 1 else False
     code, message = broker.features.update(updates, broker.node_id, validate_only)
+    broker.txn_coordinator.transaction_version = broker.features.transaction_version
     if code:
         return error_response(req, code, message, v)
     body = {"throttle_time_ms": 0, "error_code": 0, "error_message": message}

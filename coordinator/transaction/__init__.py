@@ -1,2 +1,3 @@
-from .coordinator import TransactionCoordinator, TxnIO  # noqa: F401
+from .coordinator import MarkerRound, TransactionCoordinator, TxnError  # noqa: F401
+from .result import Marker, TxnResult  # noqa: F401
 from .state import TransactionMetadata, TxnState  # noqa: F401

@@ -1,6 +1,6 @@
-"""The transaction coordinator as pure code (a TxnIO in memory): the paths an integration
-test cannot reach cheaply -- epoch exhaustion (Kafka's prepareProducerIdRotation and
-prepareFenceProducerEpoch) and marker write answers (TransactionMarkerRequestCompletionHandler)."""
+"""The transaction coordinator as pure code, its results run in memory: the paths an
+integration test cannot reach cheaply -- epoch exhaustion (Kafka's prepareProducerIdRotation
+and prepareFenceProducerEpoch) and marker write answers (TransactionMarkerRequestCompletionHandler)."""
 from __future__ import annotations
 
 import trio
@@ -9,8 +9,12 @@ from minikafka.coordinator.transaction.coordinator import MARKER_RETRY_FIRST_S, 
 from minikafka.coordinator.transaction.state import MAX_EPOCH, TxnState, decode_key, decode_value
 from minikafka.protocol.errors import ErrorCode as E
 
+NOW = 1_000
+
 
 class MemoryIO:
+    """The log, the fsync and the marker answers the runtime would use, in memory."""
+
     def __init__(self, transaction_version: int = 1, flush_messages: int | None = None):
         self.tv = transaction_version  # the finalized transaction.version
         self.records: list[tuple[bytes, bytes | None]] = []
@@ -20,54 +24,80 @@ class MemoryIO:
         self.marker_answer: dict[tuple[str, int], int] = {}
         self.markers: list[tuple[str, int, int, int, bool]] = []
 
-    def now_ms(self) -> int:
-        return 1_000
-
-    def allocate_producer_id(self) -> int:
+    def next_id(self) -> int:
         self.next_pid += 1
         return self.next_pid
 
-    def append_state(self, partition, key, value) -> bool:
-        self.records.append((key, value))
-        return self.flush_messages is not None and len(self.records) - self.flushed >= self.flush_messages
-
-    def append_states(self, records) -> None:
-        self.records.extend((key, value) for _, key, value in records)
-
-    async def flush_state(self, partition) -> None:
+    async def flush_state(self) -> None:
         self.flushed = len(self.records)
 
     def write_markers(self, markers) -> list[int]:
         codes = []
-        for topic, partition, producer_id, producer_epoch, commit, coordinator_epoch in markers:
-            code = self.marker_answer.get((topic, partition), 0)
+        for m in markers:
+            code = self.marker_answer.get((m.topic, m.partition), 0)
             if code == 0:
-                self.markers.append((topic, partition, producer_id, producer_epoch, commit))
+                self.markers.append((m.topic, m.partition, m.producer_id, m.producer_epoch, m.commit))
             codes.append(code)
         return codes
 
-    def markers_due(self) -> None:
-        pass
 
-    def read_state(self):
-        return list(self.records)
+class Coordinator:
+    """A TransactionCoordinator with what broker/transaction_runtime.py does around it: each
+    result's records appended to ``io.records``, a commit point flushed when flush.messages
+    asks, then applied; marker rounds answered by ``io``."""
 
-    def partition_exists(self, topic, partition) -> bool:
-        return True
+    def __init__(self, io: MemoryIO):
+        self.io = io
+        self.c = TransactionCoordinator(io, transaction_version=io.tv)
 
-    def coordinator_epoch(self, state_partition) -> int:
-        return 0
+    @property
+    def txns(self):
+        return self.c.txns
 
-    def transaction_version(self) -> int:
-        return self.tv
+    def load(self) -> None:
+        self.c.load(list(self.io.records))
 
-    def fault(self, point) -> None:
-        pass
+    async def _run(self, result):
+        self.io.records.extend((key, value) for _, key, value in result.records)
+        try:
+            if result.commit_point and self.io.flush_messages is not None and \
+                    len(self.io.records) - self.io.flushed >= self.io.flush_messages:
+                await self.io.flush_state()
+        except BaseException:
+            self.c.abandon(result)
+            raise
+        self.c.apply(result)
+        if result.error is not None:
+            raise TxnError(result.error)
+        return result.producer_id, result.producer_epoch
+
+    async def init_producer_id(self, tid, timeout, pid=-1, epoch=-1):
+        return await self._run(self.c.init_producer_id(tid, timeout, NOW, pid, epoch))
+
+    async def end_txn(self, tid, pid, epoch, commit, v2=False):
+        return await self._run(self.c.end_txn(tid, pid, epoch, commit, NOW, v2=v2))
+
+    def add_partitions(self, tid, pid, epoch, partitions):
+        trio.run(self._run, self.c.add_partitions(tid, pid, epoch, partitions, NOW))
+
+    def write_markers(self):
+        """A marker round: the delay it returns."""
+        rnd = self.c.start_marker_round(NOW)
+        while wave := rnd.next_wave():
+            rnd.answered(self.io.write_markers(wave))
+        result, delay = rnd.finish()
+        trio.run(self._run, result)
+        return delay
+
+    def write_untried_markers(self):
+        """What a request that decided a transaction waits for after its answer."""
+        if self.c.has_untried_markers():
+            self.write_markers()
 
 
 def test_exhausted_epoch_rotates_the_producer_id():
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     md = c.txns["t"]
     md.producer_epoch = MAX_EPOCH - 2  # as if reached by many InitProducerIds
@@ -89,7 +119,7 @@ def test_exhausted_epoch_rotates_the_producer_id():
 
 def test_fence_at_the_last_epoch_uses_max_and_the_retry_rotates():
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, _ = trio.run(c.init_producer_id, "t", 60000)
     md = c.txns["t"]
     md.producer_epoch = MAX_EPOCH - 1
@@ -109,7 +139,7 @@ def test_fence_at_the_last_epoch_uses_max_and_the_retry_rotates():
 
 def test_marker_answers():
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0), ("b", 0), ("c", 0)])
     io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER), ("b", 0): int(E.UNSUPPORTED_FOR_MESSAGE_FORMAT)}
@@ -143,13 +173,13 @@ def test_marker_answers():
 
 def test_reload_finishes_prepared_transactions():
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0)])
     io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER)}
     trio.run(c.end_txn, "t", pid, epoch, True)
     assert c.write_markers() is not None
-    again = TransactionCoordinator(io)  # a restart: the log says PrepareCommit
+    again = Coordinator(io)  # a restart: the log says PrepareCommit
     again.load()
     assert again.txns["t"].state == TxnState.PREPARE_COMMIT and again.txns["t"].pending_state is not None
     io.marker_answer = {}
@@ -162,7 +192,7 @@ def test_reload_keeps_each_ids_last_record():
     a tombstone last removes the id, a record after a tombstone brings it back."""
     from minikafka.coordinator.transaction.state import encode_key
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     for tid in ("a", "b", "c"):
         pid, epoch = trio.run(c.init_producer_id, tid, 60000)
         c.add_partitions(tid, pid, epoch, [("t", 0)])
@@ -173,7 +203,7 @@ def test_reload_keeps_each_ids_last_record():
     io.records.append((encode_key("c"), None))
     c_last = next(v for k, v in reversed(io.records) if k == encode_key("c") and v is not None)
     io.records.append((encode_key("c"), c_last))  # c written again after its tombstone
-    again = TransactionCoordinator(io)
+    again = Coordinator(io)
     again.load()
     assert again.txns["a"].state == TxnState.COMPLETE_COMMIT and again.txns["a"].pending_state is None
     assert "b" not in again.txns and pid_b not in {md.producer_id for md in again.txns.values()}
@@ -215,15 +245,15 @@ def test_commit_point_made_durable_when_the_flush_settings_ask():
     """With flush.messages=1 on `__transaction_state`, Prepare* is fsynced before it takes
     effect: the flush has happened by the time EndTxn returns, and covers the Prepare record."""
     io = MemoryIO(flush_messages=1)
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0)])
     seen = []
     flush = io.flush_state
 
-    async def flush_state(partition):
+    async def flush_state():
         seen.append(c.txns["t"].state)  # not yet applied while its fsync runs
-        await flush(partition)
+        await flush()
     io.flush_state = flush_state
     trio.run(c.end_txn, "t", pid, epoch, True)
     assert seen == [TxnState.ONGOING]
@@ -232,11 +262,11 @@ def test_commit_point_made_durable_when_the_flush_settings_ask():
 
 
 def test_untried_markers_are_written_on_demand():
-    """Once an answer is out the broker asks for the markers decided since the last round
-    (write_untried_markers): they are written then, not when the marker writer's turn comes,
-    so the producer's next request finds its transaction complete."""
+    """Once the answer of a request that decided a transaction is out, the markers decided
+    since the last round are written (has_untried_markers: the runtime's markers_tried waits
+    for the writer's round), so the producer's next request finds its transaction complete."""
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0)])
     trio.run(c.end_txn, "t", pid, epoch, True)
@@ -253,7 +283,7 @@ def test_failing_markers_keep_their_backoff():
     """A marker that failed waits for the writer's retry: requests meanwhile get
     CONCURRENT_TRANSACTIONS (as in Kafka), and later answers do not retry the marker."""
     io = MemoryIO()
-    c = TransactionCoordinator(io)
+    c = Coordinator(io)
     pid, epoch = trio.run(c.init_producer_id, "t", 60000)
     c.add_partitions("t", pid, epoch, [("a", 0)])
     io.marker_answer = {("a", 0): int(E.NOT_LEADER_OR_FOLLOWER)}

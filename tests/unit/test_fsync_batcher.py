@@ -1,4 +1,4 @@
-"""Group commit (broker.group_commit) with logs in memory: one fsync per log and round
+"""The fsync batcher (broker.fsync_batcher) with logs in memory: one fsync per log and round
 serves every waiter, commit points appended during a round wait for the next one (which
 starts as the round ends), and a failed fsync reaches the waiters."""
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 import trio
 import trio.testing
 
-from minikafka.broker.group_commit import GroupCommit
+from minikafka.broker.fsync_batcher import FsyncBatcher
 
 
 class MemoryLog:
-    """What GroupCommit uses of a UnifiedLog; `flush` (in a worker thread) waits for `gate`."""
+    """What FsyncBatcher uses of a UnifiedLog; `flush` (in a worker thread) waits for `gate`."""
 
     def __init__(self, gate: threading.Event, entered: threading.Semaphore, error: Exception | None = None):
         self.gate, self.entered, self.error = gate, entered, error
@@ -38,7 +38,7 @@ class MemoryLog:
 def test_one_fsync_per_log_and_round_serves_every_waiter():
     gate, entered = threading.Event(), threading.Semaphore(0)
     a, b = MemoryLog(gate, entered), MemoryLog(gate, entered)
-    gc = GroupCommit(lambda e: pytest.fail(f"log dir failed: {e}"))
+    gc = FsyncBatcher(lambda e: pytest.fail(f"log dir failed: {e}"))
     returned = []
 
     async def commit(lg, name):
@@ -69,7 +69,7 @@ def test_a_failed_round_reaches_its_waiters(error):
     gate.set()
     lg = MemoryLog(gate, entered, error)
     failed = []
-    gc = GroupCommit(failed.append)  # the broker's halts; this one returns
+    gc = FsyncBatcher(failed.append)  # the broker's halts; this one returns
 
     async def main():
         with pytest.raises(type(error)):

@@ -1,5 +1,5 @@
-"""Group commit: one fsync per log serves every transaction commit point appended to it
-meanwhile."""
+"""The fsync batcher (a "group commit" in database terms): one fsync per log serves every
+transaction commit point appended to it meanwhile."""
 from __future__ import annotations
 
 from typing import Callable
@@ -10,11 +10,11 @@ import trio
 # worker threads fsyncing one round's logs: fsyncs of different files overlap in the file
 # system's journal commit, so a few threads make a round of many logs about as short as
 # one of a single log
-GROUP_COMMIT_THREADS = 4
+FSYNC_THREADS = 4
 
 
-class GroupCommit:
-    """One fsync per log serves every commit point appended to it meanwhile (group commit).
+class FsyncBatcher:
+    """One fsync per log serves every commit point appended to it meanwhile.
 
     The transaction coordinator appends a Prepare* record to a `__transaction_state`
     partition and waits until it is durable before EndTxn is answered. Instead of one
@@ -59,7 +59,7 @@ class GroupCommit:
         def deliver(result) -> None:  # in the worker thread, when the round is done
             token.run_sync_soon(self._round_ended, rnd, result)
 
-        trio.lowlevel.start_thread_soon(lambda: self._flush_all(items), deliver, name="group commit")
+        trio.lowlevel.start_thread_soon(lambda: self._flush_all(items), deliver, name="fsync batcher")
         return rnd
 
     def _round_ended(self, rnd: "_Round", result: outcome.Outcome) -> None:
@@ -76,14 +76,14 @@ class GroupCommit:
 
     def _flush_all(self, items: list) -> None:
         """fsync each log's data up to its offset (in a worker thread)."""
-        threads = min(len(items), GROUP_COMMIT_THREADS)
+        threads = min(len(items), FSYNC_THREADS)
         if threads <= 1:
             _flush_logs(items)
             return
         if self._helpers is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._helpers = ThreadPoolExecutor(GROUP_COMMIT_THREADS - 1, thread_name_prefix="group-commit")
+            self._helpers = ThreadPoolExecutor(FSYNC_THREADS - 1, thread_name_prefix="fsync-batcher")
         helping = [self._helpers.submit(_flush_logs, items[i::threads]) for i in range(1, threads)]
         try:
             _flush_logs(items[0::threads])
