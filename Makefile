@@ -17,10 +17,12 @@ $(VENV)/.installed-broker: pyproject.toml
 	touch $@
 
 # The checkout's own modules, again whenever one changed (a start that compiles a
-# stale module from source takes ~50 ms longer; tests/conftest.py does the same).
-CODE := $(shell find minikafka broker protocol storage coordinator -name '*.py' 2>/dev/null)
+# stale module from source takes ~50 ms longer; tests/conftest.py does the same). The
+# folders are pyproject's package-dir, the one list of them.
+CODE_DIRS := $(shell $(PYTHON) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"].values())')
+CODE := $(shell find $(CODE_DIRS) -name '*.py' 2>/dev/null)
 $(VENV)/.compiled: $(VENV)/.installed-broker $(CODE)
-	$(PY) -m compileall -q -j 0 minikafka broker protocol storage coordinator > /dev/null || true
+	$(PY) -m compileall -q -j 0 $(CODE_DIRS) > /dev/null || true
 	touch $@
 
 # Everything: the test clients and the Spark pipeline.

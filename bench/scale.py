@@ -31,10 +31,8 @@ import shutil
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import workloads as w  # noqa: E402
-from brokers import Minikafka, cpu_seconds, rss_mb  # noqa: E402
+import workloads as w
+from brokers import Minikafka, cpu_seconds, rss_mb
 
 
 def loadavg() -> str:

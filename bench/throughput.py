@@ -63,10 +63,8 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import workloads as w  # noqa: E402
-from brokers import BenchError, Minikafka, PrivateKafka, Running, cpu_seconds, kafka_home, nice_of, rss_mb  # noqa: E402
+import workloads as w
+from brokers import BenchError, Minikafka, PrivateKafka, Running, cpu_seconds, kafka_home, nice_of, rss_mb
 
 ALL_ROWS = ["acks1", "idempotent", "txn10", "txn1000", "consume", "txnconsume", "committed",
             "commit1", "commit10", "commit100", "produce1000", "fetch1000", "ready", "idlerss", "loadedrss"]

@@ -14,6 +14,7 @@ from minikafka.storage.config import LogConfig
 from minikafka.storage.dynamic_config import DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
+from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
@@ -23,13 +24,11 @@ from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
+from .scheduler import Periodic, Service
 from .transaction_runtime import TransactionRuntime
 
 log = logging.getLogger("minikafka.broker")
 
-OFFSETS_TOPIC = "__consumer_offsets"
-TRANSACTION_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = (OFFSETS_TOPIC, TRANSACTION_TOPIC)
 PRODUCE_VERSION_ADD_PARTITION = 12  # Produce v12+: a transactional produce adds its partition (KIP-890)
 # Kafka's produce-side translation of transaction coordinator errors (ReplicaManager, AddPartitionsToTxnManager)
 VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -38,6 +37,9 @@ PRODUCE_VERSION_TRANSACTION_ABORTABLE = 11  # first Produce version that may ans
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms (defaults)
 ADD_PARTITIONS_RETRY_BACKOFF_S = 0.02
 ADD_PARTITIONS_RETRY_MAX_S = 0.1
+# how often the group coordinator's timers (sessions, rebalance and join delays, offset
+# expiry) are checked: their resolution
+GROUP_TIMERS_PERIOD_MS = 50
 
 
 class TransactionVerificationError(KafkaError):
@@ -183,27 +185,36 @@ class Broker:
         coordinator.load(now_ms())
         return coordinator
 
-    async def start_background(self, nursery) -> None:
-        """Start the background work: transaction markers (those of transactions decided
-        before a restart first), group timers, transaction timeouts and expiry,
-        producer-state expiry, retention, checkpoints and log cleaning."""
+    def background_tasks(self) -> list:
+        """The background work (broker/scheduler.py): the marker writer (transactions decided
+        before a restart first), the group coordinator's timers, transaction timeouts and
+        expiry, producer-state expiry, retention, the log flusher and the recovery-point
+        checkpoint (Kafka's LogManager tasks, first after log.initial.task.delay.ms; the
+        checkpoint only bounds recovery work), the flusher of the fsyncs logs ask for, and log
+        cleaning. Each period is the Kafka setting named."""
         cfg = self.config
-        nursery.start_soon(self.transactions.write_markers_forever)
-        nursery.start_soon(self._group_timers)  # group coordinator: sessions, rebalance delays, offset expiry
-        nursery.start_soon(self._every, cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                           self.transactions.abort_timed_out)
-        nursery.start_soon(self._every, cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
-                           self.transactions.expire_transactional_ids)
-        nursery.start_soon(self._every, cfg["producer.id.expiration.check.interval.ms"], self._expire_producers)
-        nursery.start_soon(self._every, cfg["log.retention.check.interval.ms"], self._retention)
-        # Kafka's LogManager tasks: the log flusher (flush.ms) and the recovery-point checkpoint
-        # (it only bounds recovery work), first after log.initial.task.delay.ms
         delay = cfg["log.initial.task.delay.ms"]
-        nursery.start_soon(self._every, cfg["log.flush.scheduler.interval.ms"], self._flush_dirty_logs, delay)
-        nursery.start_soon(self._every, cfg["log.flush.offset.checkpoint.interval.ms"], self._checkpoint, delay)
-        nursery.start_soon(self._flusher)
+        tasks = [
+            Service("transaction-marker-writer", self.transactions.write_markers_forever),
+            Service("log-flusher", self._flusher),
+            Periodic("group-coordinator-timers", GROUP_TIMERS_PERIOD_MS, self._tick_groups, first_delay_ms=0),
+            Periodic("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                     cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                     self.transactions.abort_timed_out),
+            Periodic("transaction.remove.expired.transaction.cleanup.interval.ms",
+                     cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
+                     self.transactions.expire_transactional_ids),
+            Periodic("producer.id.expiration.check.interval.ms", cfg["producer.id.expiration.check.interval.ms"],
+                     self._expire_producers),
+            Periodic("log.retention.check.interval.ms", cfg["log.retention.check.interval.ms"], self._retention),
+            Periodic("log.flush.scheduler.interval.ms", cfg["log.flush.scheduler.interval.ms"],
+                     self._flush_dirty_logs, delay),
+            Periodic("log.flush.offset.checkpoint.interval.ms", cfg["log.flush.offset.checkpoint.interval.ms"],
+                     self._checkpoint, delay),
+        ]
         if cfg["log.cleaner.enable"]:
-            nursery.start_soon(self._every, max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs)
+            tasks.append(Periodic("log.cleaner.backoff.ms", max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs))
+        return tasks
 
     async def _retention(self) -> None:
         deleted = self.logs.cleanup(now_ms())
@@ -270,28 +281,10 @@ class Broker:
         except Exception as e:
             cleaner.handle_error(plan, e)
 
-    async def _group_timers(self) -> None:
-        """Drive the group coordinator's timers (it takes explicit times, never sleeps)."""
-        while True:
-            try:
-                if self._group_coordinator is not None:
-                    self._group_coordinator.tick(now_ms())
-            except Exception:
-                log.exception("group coordinator tick failed")
-            await trio.sleep(0.05)
-
-    async def _every(self, interval_ms: int, fn, first_delay_ms: int | None = None) -> None:
-        """Run ``fn`` every ``interval_ms``, first after ``first_delay_ms`` (default: one
-        interval). Like Kafka's scheduler, an interval of 0 runs it once."""
-        await trio.sleep((interval_ms if first_delay_ms is None else first_delay_ms) / 1000)
-        while True:
-            try:
-                await fn()
-            except Exception:
-                log.exception("background task %s failed", getattr(fn, "__name__", fn))
-            if interval_ms <= 0:
-                return
-            await trio.sleep(interval_ms / 1000)
+    def _tick_groups(self) -> None:
+        """The group coordinator's timers (it takes explicit times, never sleeps)."""
+        if self._group_coordinator is not None:
+            self._group_coordinator.tick(now_ms())
 
     async def _expire_producers(self) -> None:
         self.logs.expire_producers(now_ms(), self.config["producer.id.expiration.ms"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -10,7 +11,9 @@ import sys
 
 import trio
 
+from . import scheduler
 from .broker import Broker
+from .scheduler import Service
 from .server import close_idle_connections, serve_listener
 
 log = logging.getLogger("minikafka")
@@ -91,8 +94,8 @@ async def _serve(broker, config, nursery) -> None:
         for sock in sockets:
             await nursery.start(serve_listener, broker, sock, listener)
         broker.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
-    await broker.start_background(nursery)
-    nursery.start_soon(close_idle_connections, broker)
+    await scheduler.run(broker.background_tasks() + [
+        Service("connections.max.idle.ms", functools.partial(close_idle_connections, broker))], nursery)
     if config["metrics.listener"]:
         from .metrics import serve_metrics
         await nursery.start(serve_metrics, broker)

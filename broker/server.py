@@ -520,8 +520,10 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     lo, hi = handlers.advertised_range(api, broker)
     if not lo <= version <= hi:
         if api_key == 18:
-            # KIP-511: answer ApiVersions of any version with a v0 body naming our ranges.
-            body = handlers.api_versions_body(broker, error_code=35)
+            # KIP-511: ApiVersions of any version is answered, with a v0 body: UNSUPPORTED_VERSION
+            # and the range of ApiVersions alone (Kafka's ApiVersionsRequest.getErrorResponse)
+            body = {"error_code": 35, "api_keys": [{"api_key": 18, "min_version": lo, "max_version": hi}],
+                    "throttle_time_ms": 0}
             return schema.encode_response_parts(18, 0, corr, body)
         raise ProtocolViolation(f"unsupported version {version} of {schema.API_NAMES[api_key]}")
     try:

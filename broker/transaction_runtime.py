@@ -25,6 +25,7 @@ import time
 
 import trio
 
+from minikafka.coordinator.internal_topics import TRANSACTION_TOPIC
 from minikafka.coordinator.transaction import Marker, TransactionCoordinator, TxnError, TxnResult
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
@@ -33,7 +34,6 @@ from .fsync_batcher import FsyncBatcher
 
 log = logging.getLogger("minikafka.txn")
 
-TRANSACTION_TOPIC = "__transaction_state"
 MARKER_WRITER_FAILED_RETRY_S = 1.0  # after an unexpected error in a round
 
 

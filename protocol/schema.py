@@ -856,9 +856,16 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: dict)
 
 def decode_response(api_key: int, version: int, frame: bytes):
     """frame (without size prefix) -> (correlation_id, Msg body)."""
+    corr, body, _ = decode_response_end(api_key, version, frame)
+    return corr, body
+
+
+def decode_response_end(api_key: int, version: int, frame: bytes):
+    """frame (without size prefix) -> (correlation_id, Msg body, where the body ended): bytes
+    after that position are not part of the answer."""
     (corr,) = struct.unpack_from(">i", frame, 0)
     pos = 4
     if response_header_version(api_key, version) >= 1:
         pos = _skip_tagged(frame, 4)
-    body, _ = parse(message(api_key, "response", version), frame, pos)
-    return corr, body
+    body, end = parse(message(api_key, "response", version), frame, pos)
+    return corr, body, end

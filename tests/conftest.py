@@ -20,14 +20,12 @@ kafka-clients-4.1.0 or there is no JDK; ``python tests/java/setup_jars.py --ext
 """
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import BrokerProcess, JavaClient, unique_name  # noqa: E402
+from harness import BrokerProcess, JavaClient, unique_name
 
 # The `minikafka_broker` fixture (installed with the package as a pytest11 entry point of
 # this name; listed here too, so that a checkout's tests have it whatever is installed), and
@@ -36,8 +34,9 @@ pytest_plugins = ["minikafka.testing", "pytester"]
 
 _BROKERS_KEY = pytest.StashKey[list]()
 
-# the checkout's code, one folder per layer (what every broker subprocess imports)
-_CODE_DIRS = ("minikafka", "broker", "coordinator", "storage", "protocol")
+# the checkout's code, one folder per layer (what every broker subprocess imports): pyproject's package-dir
+_ROOT = Path(__file__).resolve().parent.parent
+_CODE_DIRS = tuple(tomllib.loads((_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -46,10 +45,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     here) a module edited since its .pyc was written is compiled from source again by
     every start, about 50 ms of each when a layer changed (make compiles at install only)."""
     import compileall
-    root = Path(__file__).resolve().parent.parent
     for d in _CODE_DIRS:
-        if (root / d).is_dir():
-            compileall.compile_dir(str(root / d), quiet=2)
+        if (_ROOT / d).is_dir():
+            compileall.compile_dir(str(_ROOT / d), quiet=2)
 
 
 # Running in parallel (`make test` runs `pytest -n 4`, pytest-xdist) ----------------------

@@ -97,7 +97,7 @@ def advertised_range(api: Api, broker) -> tuple[int, int]:
     return lo, hi
 
 
-def api_versions_body(broker, error_code: int = 0, api_version: int = 0) -> dict:
+def api_versions_body(broker, api_version: int = 0) -> dict:
     keys = []
     for key in sorted(APIS):
         api = APIS[key]
@@ -105,7 +105,7 @@ def api_versions_body(broker, error_code: int = 0, api_version: int = 0) -> dict
             continue
         lo, hi = advertised_range(api, broker)
         keys.append({"api_key": key, "min_version": lo, "max_version": hi})
-    body = {"error_code": error_code, "api_keys": keys, "throttle_time_ms": 0}
+    body = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
     if api_version >= 3:  # KIP-584: supported and finalized features (transaction.version, ...)
         body.update(broker.features.api_versions_fields(api_version))
     return body

@@ -1,11 +1,12 @@
 """AddOffsetsToTxn (25): registers the group's __consumer_offsets partition in the transaction."""
+from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
 from minikafka.coordinator.transaction import TxnError
 from .common import fenced_error
 
 
 async def handle(conn, header, req):
     broker = conn.broker
-    broker.ensure_internal_topic("__consumer_offsets")
+    broker.ensure_internal_topic(OFFSETS_TOPIC)
     try:
         broker.transactions.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
         code = 0

@@ -4,11 +4,6 @@ from __future__ import annotations
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
 NO_AUTH_OPS = -2147483648  # "authorized operations not requested"
-# KIP-430 with no authorizer: every operation the resource type supports, as Kafka 4.1 answers
-# TOPIC: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS
-TOPIC_AUTHORIZED_OPS = 3576
-# CLUSTER: CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE
-CLUSTER_AUTHORIZED_OPS = 8096
 
 
 def topic_name_error(name: str | None) -> ErrorCode | None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import trio
 
 from ..broker import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
+from ..security.authorizer import GROUP, SUPPORTED_OPS
 
-# DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer:
-# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka 4.1 answers 3400)
-GROUP_AUTHORIZED_OPS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+# DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer: every
+# operation a group supports (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS: Kafka 4.1
+# answers 3400)
+GROUP_AUTHORIZED_OPS = sum(1 << op for op in SUPPORTED_OPS[GROUP])
 
 
 def coordinator(conn):

@@ -3,6 +3,7 @@ v6 (KIP-939, two-phase commit; unstable in Kafka 4.1, so advertised only with
 unstable.api.versions.enable) adds enable_2pc and keep_prepared_txn: see
 TransactionCoordinator.init_producer_id for what is served."""
 from minikafka.protocol.errors import ErrorCode
+from minikafka.coordinator.internal_topics import TRANSACTION_TOPIC
 from minikafka.coordinator.transaction import TxnError
 from ..security import authorizer as acl
 from .common import fenced_error
@@ -33,7 +34,7 @@ async def handle(conn, header, req):
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0,
                 "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
     try:
-        broker.ensure_internal_topic("__transaction_state")
+        broker.ensure_internal_topic(TRANSACTION_TOPIC)
         pid, epoch = await broker.transactions.init_producer_id(
             req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
             enable_2pc=bool(req.enable2_pc) if v >= 6 else False,

@@ -10,6 +10,7 @@ partition: the client sends no AddOffsetsToTxn."""
 from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
+from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
 from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
@@ -22,7 +23,7 @@ def _verify(broker, req, version: int) -> ErrorCode | None:
     TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v4."""
     if not broker.config["transaction.partition.verification.enable"]:
         return None
-    broker.ensure_internal_topic("__consumer_offsets")
+    broker.ensure_internal_topic(OFFSETS_TOPIC)
     lg = broker.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
     code = broker.transaction_verification(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
                                            add=version >= ADDS_PARTITION)

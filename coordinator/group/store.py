@@ -159,19 +159,18 @@ class GroupWriteError(Exception):
 
 def coordinator_write_error(exc: Exception) -> ErrorCode:
     """Kafka's mapping of append errors for coordinator writes."""
-    E = ErrorCode
     if isinstance(exc, KafkaError):
         code = exc.code
-        if code in (E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_ENOUGH_REPLICAS, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-                    E.REQUEST_TIMED_OUT):
-            return E.COORDINATOR_NOT_AVAILABLE
-        if code == E.NOT_LEADER_OR_FOLLOWER:
-            return E.NOT_COORDINATOR
-        if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
-            return E.INVALID_COMMIT_OFFSET_SIZE
+        if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+                    ErrorCode.REQUEST_TIMED_OUT):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return ErrorCode.NOT_COORDINATOR
+        if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
+            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
         return code
     log.exception("append to __consumer_offsets failed")
-    return E.UNKNOWN_SERVER_ERROR
+    return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class GroupLog:

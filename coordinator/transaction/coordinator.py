@@ -42,6 +42,7 @@ from typing import Iterable
 
 from minikafka.protocol.errors import ErrorCode
 from ..hashing import partition_for
+from ..internal_topics import OFFSETS_TOPIC
 from .result import Marker, TxnResult
 from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_0, TV_2, VALID_PREVIOUS, TransactionMetadata,
                     TxnState, decode_key, decode_value, encode_key, encode_value, epoch_exhausted, supports_epoch_bump,
@@ -49,7 +50,6 @@ from .state import (MAX_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_0, TV_2, VA
 
 log = logging.getLogger("minikafka.txn")
 
-OFFSETS_TOPIC = "__consumer_offsets"
 PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 COMPLETE_OF = {TxnState.PREPARE_COMMIT: TxnState.COMPLETE_COMMIT, TxnState.PREPARE_ABORT: TxnState.COMPLETE_ABORT}
 

@@ -30,16 +30,15 @@ class TxnState(enum.IntEnum):
 
 
 _DISPLAY = {s: "".join(w.capitalize() for w in s.name.split("_")) for s in TxnState}
-S = TxnState
 # The transitions this coordinator makes; Kafka's validPreviousStates restricted to them. Under
 # transactions V2 a client may abort with no transaction open (Empty/Complete* -> PrepareAbort).
 VALID_PREVIOUS = {
-    S.EMPTY: {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
-    S.ONGOING: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
-    S.PREPARE_COMMIT: {S.ONGOING},
-    S.PREPARE_ABORT: {S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT},
-    S.COMPLETE_COMMIT: {S.PREPARE_COMMIT},
-    S.COMPLETE_ABORT: {S.PREPARE_ABORT},
+    TxnState.EMPTY: {TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT},
+    TxnState.ONGOING: {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT},
+    TxnState.PREPARE_COMMIT: {TxnState.ONGOING},
+    TxnState.PREPARE_ABORT: {TxnState.ONGOING, TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT},
+    TxnState.COMPLETE_COMMIT: {TxnState.PREPARE_COMMIT},
+    TxnState.COMPLETE_ABORT: {TxnState.PREPARE_ABORT},
 }
 
 NO_PRODUCER_ID = -1

@@ -173,6 +173,20 @@ def ssl_listener_settings() -> dict:
             "ssl.principal.mapping.rules": SSL_PRINCIPAL_RULES}
 
 
+# A named listener (KIP-103): CLIENT, plain text, beside PLAINTEXT, advertised with another host
+# (NAMED_HOST). A step with conn="listener:CLIENT" speaks over it; the answers must name CLIENT's
+# endpoint there, and PLAINTEXT's on the plain connection.
+NAMED_LISTENER = "CLIENT"
+NAMED_HOST = "localhost"
+NAMED_LISTENERS = {"listener.security.protocol.map":
+                   f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{NAMED_LISTENER}:PLAINTEXT"}
+
+
+def named_listener(broker: dict) -> bool:
+    """Whether a scenario's brokers serve the named listener (NAMED_LISTENERS)."""
+    return f"{NAMED_LISTENER}:" in broker.get("listener.security.protocol.map", "")
+
+
 def secured(broker: dict) -> bool:
     return broker.get("authorizer.class.name") == SECURED["authorizer.class.name"]
 
@@ -215,7 +229,8 @@ class Differs:
     """minikafka answers a step differently from Kafka on purpose; ``reason`` is a row of
     DIFFERENCES.md. ``ours`` maps each differing field (the path the failure report prints,
     e.g. ``"responses[0].partition_responses[0].error_code"``) to minikafka's exact answer
-    there (a whole subtree if the path is one): the step is still compared field by field."""
+    there (a whole subtree if the path is one): the step is still compared field by field. A
+    declared answer that is Kafka's own fails too: the difference is gone, delete the declaration."""
     reason: str
     ours: dict
 

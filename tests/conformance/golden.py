@@ -46,10 +46,13 @@ def all_recorded() -> set[str]:
     return {str(p.relative_to(GOLDEN_DIR))[:-5] for p in GOLDEN_DIR.rglob("*.json")}
 
 
-def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], differences) -> list[str]:
-    """Human-readable mismatches: scenario, step, field, Kafka's value, ours. Fields a
-    scenario declares deliberately different (``Scenario.differs``) must hold exactly the
-    declared answer instead of Kafka's."""
+def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], differences, declared: bool = True) -> list[str]:
+    """Human-readable mismatches: scenario, step, field, Kafka's value, ours. Fields declared
+    deliberately different (``Scenario.differs``, and for every ApiVersions answer the table of
+    api_versions.py) must hold exactly the declared answer instead of Kafka's, and a declared
+    answer that is Kafka's own is a mismatch too: the difference is gone. ``declared=False``
+    compares with no declarations (two recordings of Kafka)."""
+    from .api_versions import declared_differences
     name = scenario.name
     out = []
     for k, o in zip(kafka_steps, our_steps):
@@ -62,22 +65,43 @@ def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], difference
             continue
         for path, kv, ov in differences(k["request"], o["request"]):
             out.append(f"{where}: request field {path}: Kafka's run sent {kv!r}, ours {ov!r}")
-        declared = scenario.differs.get(k["step"])
-        ours_flat = flatten(o["response"])
+        # (reason, path, minikafka's declared answer there)
+        decls = []
+        if declared:
+            step_differs = scenario.differs.get(k["step"])
+            if step_differs is not None:
+                decls += [(step_differs.reason, p, want) for p, want in step_differs.ours.items()]
+            decls += declared_differences(k["request"]["api"], k["response"])
+        kafka_flat, ours_flat = flatten(k["response"]), flatten(o["response"])
         for path, kv, ov in differences(k["response"], o["response"]):
-            if declared is not None and any(_under(path, p) for p in declared.ours):
+            if any(_under(path, p) for _, p, _ in decls):
                 continue
             out.append(f"{where}: field {path}: Kafka {kv!r}, minikafka {ov!r}")
-        for p, want in (declared.ours.items() if declared is not None else ()):
+        for reason, p, want in decls:
+            expected = {} if want == ABSENT else flatten(want, p)
             got = {q: v for q, v in ours_flat.items() if _under(q, p)}
-            if got != flatten(want, p):
-                out.append(f"{where}: field {p} is declared different from Kafka ({declared.reason}) as "
-                           f"{want!r}, but minikafka answered {got!r}")
+            if got != expected:
+                out.append(f"{where}: field {p} is declared different from Kafka ({reason}) as "
+                           f"{want!r}, but minikafka answered {_shown(got, p)!r}")
+            if {q: v for q, v in kafka_flat.items() if _under(q, p)} == expected:
+                out.append(f"{where}: field {p} is declared different from Kafka ({reason}) as {want!r}, "
+                           f"which is Kafka's answer too: the difference is gone, remove the declaration")
     if len(out) > 40:
         out = out[:40] + [f"... and {len(out) - 40} more differences"]
     if len(kafka_steps) != len(our_steps):
         out.append(f"{name}: Kafka's transcript has {len(kafka_steps)} steps, ours {len(our_steps)}")
     return out
+
+
+# A declared answer that a field is not there at all (an API minikafka does not serve)
+ABSENT = "<absent>"
+
+
+def _shown(got: dict, path: str):
+    """The flattened fields under ``path`` as one value for a message."""
+    if not got:
+        return ABSENT
+    return got[path] if list(got) == [path] else got
 
 
 def _under(path: str, prefix: str) -> bool:

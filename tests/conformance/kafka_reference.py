@@ -29,7 +29,8 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
-from .dsl import SASL_USERS, admin_only, sasl_listener_settings, secured, ssl_listener_settings
+from .dsl import (NAMED_HOST, NAMED_LISTENER, SASL_USERS, admin_only, named_listener, sasl_listener_settings, secured,
+                  ssl_listener_settings)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
@@ -127,6 +128,9 @@ class KafkaNode:
                                 "sasl.mechanism.inter.broker.protocol": "PLAIN",
                                 "listener.name.sasl_plaintext.plain.sasl.jaas.config": f"{plain} {admin} {users};"})
             cfg["advertised.listeners"] = cfg["listeners"]
+            if c.named_port is not None:  # a named listener, advertised with another host (dsl.NAMED_LISTENERS)
+                cfg["listeners"] += f",{NAMED_LISTENER}://127.0.0.1:{c.named_port}"
+                cfg["advertised.listeners"] += f",{NAMED_LISTENER}://{NAMED_HOST}:{c.named_port}"
         else:
             cfg["process.roles"] = "broker"
             cfg["listeners"] = cfg["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
@@ -199,9 +203,10 @@ class KafkaCluster:
         self.overrides = dict(overrides or {})
         self.features = tuple(features)   # "name=level", passed to kafka-storage.sh format --feature
         self.cluster_id = base64.urlsafe_b64encode(b"minikafka-confrm").decode().rstrip("=")
-        p1, self.controller_port, p2, p3, p4 = _free_ports(5)
+        p1, self.controller_port, p2, p3, p4, p5 = _free_ports(6)
         self.sasl_port = p3 if secured(self.overrides) else None
         self.ssl_port = p4 if secured(self.overrides) else None
+        self.named_port = p5 if named_listener(self.overrides) else None
         self.node1 = KafkaNode(self, 1, p1, controller=True)
         self.node2 = KafkaNode(self, 2, p2, controller=False) if with_second_broker else None
 

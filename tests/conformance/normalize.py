@@ -4,17 +4,29 @@ Only what legitimately differs between two brokers or two runs is normalized:
 - real topic names, transactional ids and group ids -> their scenario placeholders;
 - producer ids -> P1, P2, ... in order of first appearance; topic ids -> T1, T2, ...;
   fetch session ids (random in Kafka) -> S1, S2, ... (0, "no session", stays 0);
-- timestamps (fields named ``*timestamp*``, ``*_time_ms``) -> "<ts>" unless negative;
-- throttle times are dropped; cluster ids, hosts and ports -> placeholders;
-- record bytes -> the decoded batches without timestamps and CRCs (a trailing cut batch: its size).
+- timestamps (fields named ``*timestamp*``, ``*_time_ms``) -> "<ts>" unless negative, except a
+  LogAppendTime stamp, which becomes the Produce step whose answer gave it (the same stamp must
+  come back in that answer, in the fetched batch and in ListOffsets);
+- throttle times are dropped; cluster ids -> a placeholder; a host and port -> the listener
+  they belong to (``<SASL_PLAINTEXT port>``), so an endpoint of the wrong listener differs;
+- record bytes -> the decoded batches, their CRC checked (``crc`` appears only when it is
+  wrong), without CreateTime timestamps (a trailing cut batch: its size);
+- an ApiVersions answer -> its API table and feature levels by name ("Produce": "0-13").
+Bytes left after a decoded answer appear as ``trailing_bytes`` (runner.py).
 Everything else (error codes, offsets, epochs, states, sequences...) is kept as is.
 """
 from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import dataclass
+
+# the CRC-32C of the crc32c package itself, not the broker's protocol/records.py: a checker
+# that shares the broker's code would miss a fault in it
+from crc32c import crc32c as _crc32c
 
 from minikafka.coordinator.hashing import partition_for
+from minikafka.protocol.schema import API_NAMES
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import KafkaError
 
@@ -33,15 +45,49 @@ LONG_VALUE = 4096
 # Uuid.randomUuid().toString(), 16 random bytes in unpadded URL-safe base64. Normalized only as
 # a "member_id" field's value.
 UUID_MEMBER_ID = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")
+# A response's bytes after its last decoded field (runner.decode_exact puts them under this key)
+TRAILING = "trailing_bytes"
+
+
+class Done(list):
+    """A list already normalized (decoded record batches): left as it is."""
+
+
+@dataclass
+class AppendTime:
+    """A LogAppendTime stamp a Produce answer gave for the offsets [base, last] of a partition."""
+    step: int
+    base: int
+    last: int
+    stamp: int
+
+    def symbol(self, value: int) -> str:
+        """``value`` (a stamp seen later for these offsets) as the transcript shows it: the step's
+        stamp, or how far from it."""
+        if value == self.stamp:
+            return f"<log_append_time_ms of step {self.step}>"
+        return f"<log_append_time_ms of step {self.step} {value - self.stamp:+d} ms>"
 
 
 class Normalizer:
-    def __init__(self, names: dict[str, str]):
+    def __init__(self, names: dict[str, str], listeners: dict[str, str] | None = None):
         self.by_real = {real: placeholder for placeholder, real in names.items()}
         self.pids: dict[int, str] = {}
         self.topic_ids: dict[uuid.UUID, str] = {}
         self.sessions: dict[int, str] = {}
         self.members: dict[str, str] = {}
+        # (host, port) -> the name of the listener there ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", or
+        # a named listener's name); port -> that name, for an endpoint whose host is another
+        self.endpoints: dict[tuple[str, int], str] = {}
+        self.ports: dict[int, str] = {}
+        for name, address in (listeners or {}).items():
+            if address:
+                host, port = address.rsplit(":", 1)
+                self.endpoints[(host.strip("[]"), int(port))] = name
+                self.ports[int(port)] = name
+        self.topic_names: dict[uuid.UUID, str] = {}   # topic id -> real name, as the run learnt them
+        # (real topic name, partition) -> the LogAppendTime stamps Produce answers gave
+        self.append_times: dict[tuple[str, int], list[AppendTime]] = {}
 
     def pid(self, value):
         if not isinstance(value, int) or value < 0:
@@ -64,11 +110,29 @@ class Normalizer:
             self.topic_ids[value] = f"T{len(self.topic_ids) + 1}"
         return self.topic_ids[value]
 
+    def endpoint(self, host, port) -> tuple[object, object]:
+        """A host and port as the listener they belong to: ``<SSL host>``, ``<SSL port>``. A
+        port of no listener, or a listener's port with another host, stays visible as such."""
+        name = self.endpoints.get((host, port))
+        if name is not None:
+            return f"<{name} host>", f"<{name} port>"
+        owner = self.ports.get(port)
+        if owner:
+            return host, f"<{owner} port>"
+        # no port at all (-1, or 0 in a field a version leaves unused) stays as it is
+        return host, (port if not isinstance(port, int) or port <= 0 else "<not a listener's port>")
+
     def __call__(self, obj, key: str | None = None):
+        if isinstance(obj, Done):
+            return list(obj)
         if isinstance(obj, dict):
             out = {}
+            at = self.endpoint(obj["host"], obj["port"]) if "host" in obj and "port" in obj else None
             for k, v in obj.items():
                 if k in DROP:
+                    continue
+                if at is not None and k in ("host", "port"):
+                    out[k] = at[0] if k == "host" else at[1]
                     continue
                 out[k] = self(v, k)
             return out
@@ -89,10 +153,6 @@ class Normalizer:
                 return obj if not isinstance(obj, int) or obj < 0 else "<bytes>"
             if key == "cluster_id":
                 return None if obj is None else "<cluster>"
-            if key in ("host",):
-                return "<host>"
-            if key == "port":
-                return "<port>"
             if key == "member_id" and isinstance(obj, str) and UUID_MEMBER_ID.fullmatch(obj):
                 return self.members.setdefault(obj, f"M{len(self.members) + 1}")
             if key == "records" and isinstance(obj, (bytes, bytearray, memoryview)):
@@ -117,8 +177,73 @@ class Normalizer:
             data = data.replace(real.encode(), placeholder.encode())
         return data
 
+    # ------------------------------------------------------------ what a step's answer says of earlier ones
+    def response(self, api: str, request: dict, response, step: int):
+        """A response normalized, with what ties it to earlier steps: the LogAppendTime stamps
+        of Produce answers, which the fetched batches and ListOffsets must repeat. (The answer
+        itself is left as it is: a later step may use values saved from it.)"""
+        response = _copy(response)
+        if isinstance(response, dict) and not response.get("connection_closed"):
+            if api == "Produce":
+                self.produced(request, response, step)
+            elif api == "Fetch":
+                for t in response.get("responses") or []:
+                    topic = self.topic_name(t.get("topic"), t.get("topic_id"))
+                    for p in t.get("partitions") or []:
+                        if isinstance(p.get("records"), (bytes, bytearray, memoryview)):
+                            p["records"] = Done(self.batches(bytes(p["records"]), (topic, p.get("partition_index"))))
+            elif api == "ListOffsets":
+                for t in response.get("topics") or []:
+                    for p in t.get("partitions") or []:
+                        stamp = self.append_time((t.get("name"), p.get("partition_index")), p.get("offset"))
+                        if stamp is not None and isinstance(p.get("timestamp"), int) and p["timestamp"] >= 0:
+                            p["timestamp"] = stamp.symbol(p["timestamp"])
+        return self(response)
+
+    def topic_name(self, name, topic_id) -> str | None:
+        if name:
+            return name
+        return self.topic_names.get(topic_id)
+
+    def append_time(self, where, offset) -> AppendTime | None:
+        for a in reversed(self.append_times.get(where, ())):
+            if isinstance(offset, int) and a.base <= offset <= a.last:
+                return a
+        return None
+
+    def produced(self, request: dict, response: dict, step: int) -> None:
+        """Remember the LogAppendTime stamp each partition's answer gives (with the offsets of
+        the batches sent there); an answer for offsets already stamped (a duplicate) is shown as
+        that stamp."""
+        counts: dict[tuple, int] = {}
+        for t in request.get("topic_data") or []:
+            topic = self.topic_name(t.get("name"), t.get("topic_id"))
+            for p in t.get("partition_data") or []:
+                data = p.get("records")
+                if isinstance(data, (bytes, bytearray, memoryview)):
+                    try:
+                        counts[(topic, p.get("index"))] = sum(h.last_offset_delta + 1 for _, h in
+                                                             rec.iter_batch_headers(bytes(data)))
+                    except KafkaError:
+                        pass
+        for t in response.get("responses") or []:
+            topic = self.topic_name(t.get("name"), t.get("topic_id"))
+            for p in t.get("partition_responses") or []:
+                stamp, base = p.get("log_append_time_ms"), p.get("base_offset")
+                if not isinstance(stamp, int) or stamp < 0 or not isinstance(base, int) or base < 0:
+                    continue
+                where = (topic, p.get("index"))
+                earlier = self.append_time(where, base)
+                if earlier is not None:
+                    p["log_append_time_ms"] = earlier.symbol(stamp)
+                elif counts.get(where):
+                    self.append_times.setdefault(where, []).append(
+                        AppendTime(step, base, base + counts[where] - 1, stamp))
+
     # ------------------------------------------------------------ record batches
-    def batches(self, data: bytes) -> list[dict]:
+    def batches(self, data: bytes, where: tuple | None = None) -> list[dict]:
+        """The batches of a records field, decoded. Where they were fetched from (topic,
+        partition): a LogAppendTime batch's stamp is shown as the Produce step's that gave it."""
         out = []
         end = 0
         for pos, h in rec.iter_batch_headers(data):
@@ -134,6 +259,11 @@ class Normalizer:
                  "base_sequence": h.base_sequence, "transactional": h.is_transactional,
                  "control": h.is_control, "compression": h.compression,
                  "timestamp_type": int(h.timestamp_type), "records_count": h.records_count}
+            if _crc32c(data[pos + rec.ATTRIBUTES_OFFSET: pos + h.size]) != h.crc:
+                b["crc"] = "wrong: not the CRC-32C of the batch"
+            if h.timestamp_type == rec.TimestampType.LOG_APPEND_TIME and where is not None:
+                stamp = self.append_time(where, h.base_offset)
+                b["append_time"] = stamp.symbol(h.max_timestamp) if stamp is not None else "<ts>"
             if records is None:
                 b.update(magic=h.magic, attributes=h.attributes, records="<undecodable>")
             elif h.is_control:
@@ -151,6 +281,15 @@ class Normalizer:
         if len(data) > end:
             out.append({"partial_batch_bytes": len(data) - end})
         return out
+
+
+def _copy(obj):
+    """Dicts and lists copied, their leaves shared (record bytes are not copied)."""
+    if isinstance(obj, dict):
+        return {k: _copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_copy(v) for v in obj]
+    return obj
 
 
 def _text(b):
@@ -206,7 +345,7 @@ def canonical(api: str, response):
     if not isinstance(response, dict):
         return response
     if api == "ApiVersions":
-        return response if response.get("connection_closed") else api_versions_features(response)
+        return response if response.get("connection_closed") else api_versions_table(response)
     if api == "DescribeTransactions":
         for s in response.get("transaction_states", []):
             for t in s.get("topics") or []:
@@ -282,20 +421,32 @@ def canonical(api: str, response):
     return response
 
 
-# The features a scenario may look at in an ApiVersions answer: the ones minikafka serves.
-COMPARED_FEATURES = ("transaction.version",)
+# Kafka 4.1's API keys newer than the protocol schemas minikafka is generated from
+NEWER_API_NAMES = {88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe", 90: "DescribeShareGroupOffsets",
+                   91: "AlterShareGroupOffsets", 92: "DeleteShareGroupOffsets"}
 
 
-def api_versions_features(response: dict) -> dict:
-    """An ApiVersions answer reduced to its error and the served features' supported and
-    finalized levels. The API list is not compared (minikafka serves fewer APIs; README,
-    "Kafka APIs served"), nor the finalized features' epoch (Kafka's is an offset of its
-    metadata log), nor features minikafka does not serve."""
-    def only(key):
-        return sorted((f for f in response.get(key) or [] if f.get("name") in COMPARED_FEATURES),
-                      key=lambda f: f["name"])
-    return {"error_code": response.get("error_code"), "supported_features": only("supported_features"),
-            "finalized_features": only("finalized_features")}
+def api_name(key: int) -> str:
+    return API_NAMES.get(key) or NEWER_API_NAMES.get(key) or f"api {key}"
+
+
+def api_versions_table(response: dict) -> dict:
+    """An ApiVersions answer with its API table and feature levels keyed by name, so that a
+    missing API or another range is reported by its name: ``api_keys.EndTxn``, Kafka "0-5",
+    minikafka "<absent>". The finalized features' epoch is an offset of Kafka's metadata log
+    (minikafka counts its own changes): only whether there is one (-1) is compared."""
+    out = dict(response)
+    if isinstance(response.get("api_keys"), list):
+        out["api_keys"] = {api_name(a["api_key"]): f"{a['min_version']}-{a['max_version']}"
+                           for a in sorted(response["api_keys"], key=lambda a: a["api_key"])}
+    for key, lo, hi in (("supported_features", "min_version", "max_version"),
+                        ("finalized_features", "min_version_level", "max_version_level")):
+        if isinstance(response.get(key), list):
+            out[key] = {f["name"]: f"{f[lo]}-{f[hi]}" for f in sorted(response[key], key=lambda f: f["name"])}
+    epoch = response.get("finalized_features_epoch")
+    if isinstance(epoch, int) and epoch >= 0:
+        out["finalized_features_epoch"] = "<epoch>"
+    return out
 
 
 def canonical_partition_maps(api: str, response: dict) -> None:

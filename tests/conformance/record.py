@@ -1,17 +1,16 @@
 """Record golden files from a real Apache Kafka 4.1.0 (``make conformance-record``).
 
-    python -m conformance.record [-k TEXT] [--check] [--keep-going]    (from tests/)
+    python -m conformance.record [-k TEXT ...] [--check] [--keep-going]    (from tests/)
 
 Scenarios are grouped by their broker settings; each group gets a fresh Kafka
 cluster (see kafka_reference.py), so nothing leaks from one group to another
 and the run needs no broker of yours. ``-k`` records only scenarios whose name
-contains TEXT; ``--check`` writes nothing and fails when an answer differs
+contains TEXT (repeated: any of them); ``--check`` writes nothing and fails when an answer differs
 from the committed golden file (re-recording must reproduce them).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -26,7 +25,7 @@ if __package__ in (None, ""):
 from . import golden  # noqa: E402
 from .kafka_reference import KafkaCluster, unavailable_reason  # noqa: E402
 from .normalize import differences  # noqa: E402
-from .dsl import admin_only  # noqa: E402
+from .dsl import NAMED_LISTENER, admin_only  # noqa: E402
 from .runner import ADMIN_LOGIN, Run, create_topic, warm_up  # noqa: E402
 from .scenarios import all_scenarios  # noqa: E402
 
@@ -49,6 +48,19 @@ class KafkaTarget:
     @property
     def ssl_bootstrap(self) -> str | None:
         return self.cluster.ssl_bootstrap
+
+    @property
+    def listeners(self) -> dict[str, str | None]:
+        """Listener name -> host:port: the endpoints an answer may name (normalize.py), node 1's
+        and, for held topics, node 2's (which no answer should name: it is stopped)."""
+        c = self.cluster
+        out = {"PLAINTEXT": c.bootstrap, "SASL_PLAINTEXT": c.sasl_bootstrap, "SSL": c.ssl_bootstrap,
+               "CONTROLLER": f"127.0.0.1:{c.controller_port}"}
+        if c.named_port is not None:
+            out[NAMED_LISTENER] = f"127.0.0.1:{c.named_port}"
+        if c.node2 is not None:
+            out["node 2 PLAINTEXT"] = f"127.0.0.1:{c.node2.port}"
+        return out
 
     def restart(self, kill: bool) -> None:
         self.cluster.restart(kill)
@@ -104,7 +116,7 @@ def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) 
                 if old is None:
                     problems.append(f"{s.name}: no golden file")
                 else:
-                    diffs = golden.compare(dataclasses.replace(s, differs={}), old["steps"], transcript, differences)
+                    diffs = golden.compare(s, old["steps"], transcript, differences, declared=False)
                     problems += diffs
                     print(f"  {'same' if not diffs else 'DIFFERENT'} {s.name}", flush=True)
             else:
@@ -117,7 +129,8 @@ def record_group(config: tuple, scenarios: list, check: bool, keep_going: bool) 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-k", default="", help="only scenarios whose name contains this text")
+    ap.add_argument("-k", action="append", default=[],
+                    help="only scenarios whose name contains this text (repeated: any of them)")
     ap.add_argument("--check", action="store_true", help="compare with the golden files instead of writing them")
     ap.add_argument("--keep-going", action="store_true", help="record the other scenarios when one fails")
     args = ap.parse_args(argv)
@@ -125,7 +138,7 @@ def main(argv=None) -> int:
     if reason:
         print(f"record: {reason}", file=sys.stderr)
         return 2
-    chosen = [s for s in all_scenarios() if args.k in s.name]
+    chosen = [s for s in all_scenarios() if not args.k or any(k in s.name for k in args.k)]
     t0 = time.monotonic()
     problems = []
     for config, scenarios in groups(chosen).items():

@@ -2,8 +2,11 @@
 normalized transcript: one entry per step with the request sent and the answer.
 
 A target is anything with ``bootstrap`` (host:port), ``restart(kill)``, ``held_prefix``
-(the topic-name prefix of held topics) and ``create_held_topic(name, partitions, configs)``
-or None when held topics are created like any other.
+(the topic-name prefix of held topics), ``creates_held_topics_itself`` and ``listeners``
+(listener name -> host:port, for every endpoint an answer may name).
+
+Every answer is decoded to its last byte: bytes left after the last field are kept
+(``trailing_bytes``) and differ from Kafka's answer, which has none.
 """
 from __future__ import annotations
 
@@ -15,10 +18,11 @@ import uuid
 from minikafka.broker.tools.wire import WireClient
 from minikafka.coordinator.hashing import partition_for
 from minikafka.protocol import records as rec
+from minikafka.protocol import schema
 from minikafka.protocol.schema import API_NAMES
 
 from .dsl import Assignment, Batch, Call, Collect, Ref, Repeat, Restart, Scenario, Subscription, TopicId
-from .normalize import Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
+from .normalize import TRAILING, Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 # Brokers whose plain listener is no super user (dsl.SECURED_STRICT): plain bootstrap -> the
 # SASL_PLAINTEXT bootstrap where setup and the "main" connection log in as User:admin
@@ -62,9 +66,40 @@ def error_codes(obj):
 
 
 def lookup(obj, path: str):
-    for p in path.split("."):
-        obj = obj[int(p)] if p.isdigit() else obj[p]
+    parts = path.split(".")
+    while parts:
+        p = parts.pop(0)
+        if isinstance(obj, list):
+            obj = obj[int(p)]
+            continue
+        # a key with dots in it (a feature's name in an ApiVersions answer: "transaction.version")
+        while p not in obj and parts:
+            p += "." + parts.pop(0)
+        obj = obj[p]
     return obj
+
+
+def decode_exact(api_key: int, version: int, frame: bytes):
+    """A response frame decoded; bytes after its last field are kept in the answer under
+    ``trailing_bytes`` (a broker that appends them, or encodes another version, differs)."""
+    _, body, end = schema.decode_response_end(api_key, version, frame)
+    if end < len(frame):
+        body[TRAILING] = bytes(frame[end:])
+    return body
+
+
+def exchange(conn: WireClient, api_key: int, version: int, body: dict):
+    return receive(conn, api_key, version, conn.send(api_key, version, body))
+
+
+def receive(conn: WireClient, api_key: int, version: int, corr: int):
+    frame = conn.recv_frame()
+    if frame is None:
+        raise ConnectionError("broker closed the connection")
+    got = struct.unpack_from(">i", frame, 0)[0]
+    if got != corr:
+        raise ScenarioError(f"correlation id {got} in the answer to request {corr}")
+    return decode_exact(api_key, version, frame)
 
 
 def _poll(fn, what: str, timeout: float = 120, interval: float = 0.1):
@@ -182,7 +217,7 @@ class Run:
         self.scenario = scenario
         self.target = target
         self.names = real_names(scenario, token or uuid.uuid4().hex[:8], target.held_prefix)
-        self.norm = Normalizer(self.names)
+        self.norm = Normalizer(self.names, getattr(target, "listeners", None))
         self.saved: dict = {}
         self.conns: dict[str, WireClient] = {}
         self.transcript: list[dict] = []   # so far (for a report when a step fails)
@@ -232,6 +267,7 @@ class Run:
             raise ScenarioError(f"topic id of {name}: Metadata error {t.error_code}")
         if t.topic_id.int == 0:
             raise ScenarioError(f"topic id of {name}: Metadata answered no id")
+        self.norm.topic_names[t.topic_id] = name
         return t.topic_id
 
     # -- connections --
@@ -249,6 +285,11 @@ class Run:
                     timeout=60, client_id="conformance")
             elif name == "sasl-raw":   # the SASL listener, not logged in: a step sends the SASL requests itself
                 c = self.conns[name] = WireClient.to(self.target.sasl_bootstrap, timeout=60, client_id="conformance")
+            elif name.startswith("listener:"):   # a named listener's (dsl.NAMED_LISTENERS), plain text
+                address = (getattr(self.target, "listeners", None) or {}).get(name[len("listener:"):])
+                if not address:
+                    raise ScenarioError(f"connection {name!r}: the broker has no such listener")
+                c = self.conns[name] = WireClient.to(address, timeout=60, client_id="conformance")
             elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
             elif name == "ssl" or name.startswith("ssl:"):
@@ -318,7 +359,7 @@ class Run:
                 conn = self.conn(step.conn)
                 # a Call with exchange(conn, body) sends what no schema can encode (a scenario module's)
                 resp = (step.exchange(conn, body) if hasattr(step, "exchange")
-                        else conn.request(step.api, step.version, body))
+                        else exchange(conn, step.api, step.version, body))
             except ConnectionError:
                 self.conns.pop(step.conn).close()
                 resp = None
@@ -346,7 +387,8 @@ class Run:
             self.saved[step.save] = resp
         if resp is not None:
             own_entries(request["api"], answer, set(self.names.values()), request)
-        response = canonical_add_partitions(request["api"], canonical(request["api"], self.norm(answer)))
+        normalized = self.norm.response(request["api"], body, answer, i)
+        response = canonical_add_partitions(request["api"], canonical(request["api"], normalized))
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
         if step.label:
             entry["label"] = step.label
@@ -356,7 +398,7 @@ class Run:
     def collect(self, i: int, step: Collect) -> dict:
         """Read the answer to a deferred call; recorded as this step's answer."""
         call, sent, corr = self.deferred.pop(step.name)
-        resp = self.conn(call.conn).receive(call.api, call.version, corr)
+        resp = receive(self.conn(call.conn), call.api, call.version, corr)
         self.saved[step.name] = resp
         request = {"api": sent["api"], "version": sent["version"], "collect": step.name}
         entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(resp))}
@@ -378,7 +420,7 @@ class Run:
             n = min(step.chunk, left)
             corrs = [conn.send(call.api, call.version, body) for _ in range(n)]
             for corr in corrs:
-                last = conn.receive(call.api, call.version, corr)
+                last = receive(conn, call.api, call.version, corr)
                 codes.add(tuple(error_codes(last)))
             left -= n
         if len(codes) > 1:
@@ -386,7 +428,8 @@ class Run:
         if call.save:
             self.saved[call.save] = last
         request = {"api": API_NAMES[call.api], "version": call.version, "body": self.norm(body), "times": step.times}
-        entry = {"step": i, "request": request, "response": canonical(request["api"], self.norm(last))}
+        entry = {"step": i, "request": request,
+                 "response": canonical(request["api"], self.norm.response(request["api"], body, last, i))}
         if call.label:
             entry["label"] = call.label
         return entry
@@ -413,7 +456,7 @@ def _assignment(parts) -> bytes:
 def _safe_lookup(obj, path):
     try:
         return lookup(obj, path)
-    except (KeyError, IndexError, TypeError):
+    except (KeyError, IndexError, TypeError, ValueError):
         return "<absent>"
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from harness import BrokerProcess, free_port
 
-from . import certs, golden
-from .dsl import admin_only, sasl_listener_settings, secured, ssl_listener_settings
+from . import api_versions, certs, golden
+from .dsl import (NAMED_HOST, NAMED_LISTENER, admin_only, named_listener, sasl_listener_settings, secured,
+                  ssl_listener_settings)
 from .normalize import differences
 from .runner import ADMIN_LOGIN, Run, warm_up
 from .scenarios import all_scenarios
@@ -39,13 +40,19 @@ class MinikafkaTarget:
     def ssl_bootstrap(self) -> str | None:
         return getattr(self.broker, "ssl_bootstrap", None)
 
+    @property
+    def listeners(self) -> dict[str, str | None]:
+        """Listener name -> host:port: the endpoints an answer may name (normalize.py)."""
+        return {"PLAINTEXT": self.bootstrap, "SASL_PLAINTEXT": self.sasl_bootstrap, "SSL": self.ssl_bootstrap,
+                NAMED_LISTENER: getattr(self.broker, "named_bootstrap", None)}
+
     def restart(self, kill: bool) -> None:
         self.broker.restart(kill=kill)
 
 
 def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
     overrides = dict(scenario.broker)
-    port = sasl_port = ssl_port = None
+    port = sasl_port = ssl_port = named_port = None
     if secured(scenario.broker):  # the SASL_PLAINTEXT and SSL listeners of secured scenarios (dsl.SECURED)
         reason = certs.unavailable_reason()
         if reason:
@@ -54,11 +61,17 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
         overrides.update(**sasl_listener_settings(sasl_port), **ssl_listener_settings(),
                          listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
                                    f"SSL://127.0.0.1:{ssl_port}")
+    if named_listener(scenario.broker):  # dsl.NAMED_LISTENERS: CLIENT beside PLAINTEXT, advertised as NAMED_HOST
+        port, named_port = free_port(), free_port()
+        overrides.update(listeners=f"PLAINTEXT://127.0.0.1:{port},{NAMED_LISTENER}://127.0.0.1:{named_port}",
+                         **{"advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},"
+                                                    f"{NAMED_LISTENER}://{NAMED_HOST}:{named_port}"})
     b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
                       env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
                       features=scenario.features)
     b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"
     b.ssl_bootstrap = None if ssl_port is None else f"127.0.0.1:{ssl_port}"
+    b.named_bootstrap = None if named_port is None else f"127.0.0.1:{named_port}"
     if admin_only(scenario.broker):
         ADMIN_LOGIN[b.bootstrap] = b.sasl_bootstrap
     b.start()
@@ -104,6 +117,10 @@ def test_every_declared_difference_is_explained():
     text = (golden.GOLDEN_DIR.parent / "DIFFERENCES.md").read_text()
     missing = sorted({f"{s.name}: {d.reason}" for s in SCENARIOS for d in s.differs.values()
                       if f"`{d.reason}`" not in text})
+    missing += sorted({f"api_versions.py: {reason}" for _, reason in api_versions.APIS.values()
+                       if f"`{reason}`" not in text})
+    missing += sorted({f"api_versions.py: {row[2]}" for row in api_versions.FEATURES.values()
+                       if f"`{row[2]}`" not in text})
     assert not missing, f"reasons not in DIFFERENCES.md: {missing}"
 
 

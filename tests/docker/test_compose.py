@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,9 +26,6 @@ import pytest
 import sandbox
 from dockerkit import Compose, docker, fact
 from harness import REPO_ROOT, ext_dir, free_port, unique_name, wait_until
-
-if str(REPO_ROOT) not in sys.path:  # examples/ is not an installed package
-    sys.path.insert(0, str(REPO_ROOT))
 
 HERE = Path(__file__).resolve().parent
 SHOP = [REPO_ROOT / "docker/docker-compose.yml", HERE / "compose.host.yml"]

@@ -107,7 +107,8 @@ def test_unsupported_version_closes_connection(small_broker):
 
 
 def test_api_versions_too_new_gets_v0_unsupported_version(small_broker):
-    # KIP-511: answered with a v0 body, error UNSUPPORTED_VERSION, and our ranges
+    # KIP-511: answered with a v0 body, error UNSUPPORTED_VERSION, and the range of ApiVersions
+    # alone (Kafka's ApiVersionsRequest.getErrorResponse; recorded, cluster_apis/api_versions)
     payload = struct.pack(">hhih", 18, 99, 42, -1) + b"\x00\x00"
     with RawClient.to(small_broker.bootstrap) as c:
         c.send_frame(struct.pack(">i", len(payload)) + payload)
@@ -115,7 +116,7 @@ def test_api_versions_too_new_gets_v0_unsupported_version(small_broker):
         assert corr == 42
         assert body.error_code == 35
         keys = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-        assert keys[18] == (0, 4) and 0 in keys and 1 in keys
+        assert keys == {18: (0, 4)}
         # the connection stays usable: a supported version now works
         assert c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).error_code == 0
 

@@ -24,9 +24,6 @@ import pytest
 
 from harness import REPO_ROOT, tail, wait_until
 
-if str(REPO_ROOT) not in sys.path:  # examples/ is not an installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
 pytestmark = pytest.mark.slow
 
 N = 10_000

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = "confluent-kafka"  # the one Kafka client the example uses
 # what a wheel is built from: pyproject's package-dir folders and the files it names
-SOURCES = ["pyproject.toml", "README.md", "minikafka", "broker", "coordinator", "storage",
-           "protocol", "pipeline"]
+SOURCES = ["pyproject.toml", "README.md", *tomllib.loads((ROOT / "pyproject.toml").read_text())[
+    "tool"]["setuptools"]["package-dir"].values()]
 NO_INDEX = ("Could not find a version", "No matching distribution", "Failed to establish",
             "Temporary failure in name resolution", "Network is unreachable")
 

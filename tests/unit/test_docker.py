@@ -298,7 +298,6 @@ def test_compose_file_is_consistent(name):
 def test_compose_commands_parse_with_their_programs():
     """Arguments in docker-compose.yml are accepted by the programs' parsers."""
     services = load("docker-compose.yml")["services"]
-    sys.path.insert(0, str(REPO_ROOT))
     import importlib
     from minikafka.pipeline.job import parse_args
     for sname, svc in services.items():

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "minikafka"
-LAYERS = ["broker", "coordinator", "storage", "protocol"]
-FOLDERS = LAYERS + ["pipeline"]  # each one a subpackage of minikafka
+LAYERS = ["broker", "coordinator", "storage", "protocol"]  # top to bottom
+# every folder that is a subpackage of minikafka: pyproject's package-dir (the layers and pipeline)
+FOLDERS = [f for f in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
+           if f != PACKAGE]
 ALLOWED = {layer: set(LAYERS[i:]) for i, layer in enumerate(LAYERS)}
 
 
@@ -182,3 +185,7 @@ def test_no_import_is_deferred_to_dodge_a_cycle():
                         if reaches(target, m):
                             bad.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {target}, which imports it")
     assert not bad
+
+
+def test_every_layer_is_a_packaged_folder():
+    assert set(LAYERS) <= set(FOLDERS), FOLDERS

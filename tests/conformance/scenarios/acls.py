@@ -1,8 +1,8 @@
 """Authorization (StandardAuthorizer): what a principal without the ACL gets, API by API, and
 the ACL APIs themselves. The plain connection is User:ANONYMOUS, a super user that sets up
 topics and ACLs; conn="sasl:alice" speaks as User:alice over SASL_PLAINTEXT (dsl.SECURED)."""
-from ..dsl import (SECURED, Scenario, add_offsets, add_partitions, await_txn, batch, call, end_txn, init_pid, produce,
-                   txn_offset_commit)
+from ..dsl import (SECURED, Scenario, add_offsets, add_partitions, await_txn, batch, call, end_txn, init_pid,
+                   list_offsets, produce, txn_offset_commit)
 
 ALICE = "sasl:alice"
 BOB = "sasl:bob"  # no ACL anywhere but the ones a scenario gives it (scenarios share a broker)
@@ -39,7 +39,25 @@ def offset_commit(group="{g}", topic="{t}", **kw):
                 **kw)
 
 
+CAROL = "sasl:carol"  # given ACLs on its own scenario's names only (security.py uses carol too)
+ALL, DENY = 2, 2
+
+
 SCENARIOS = [
+    Scenario("acl/topic/deny_wins_over_allow",
+             "ALLOW ALL and DENY WRITE for one principal on a topic: reads and describes go through, a produce is "
+             "refused and the topic's authorized operations leave WRITE out; then DENY DESCRIBE for User:* "
+             "hides the topic from the same principal, whatever its ALLOW ALL.", broker=SECURED, steps=[
+        create_acls(acl(TOPIC, "{t}", ALL, principal="User:carol"),
+                    acl(TOPIC, "{t}", WRITE, principal="User:carol", permission=DENY)),
+        list_offsets(isolation=0, conn=CAROL, until={"topics.0.partitions.0.error_code": 0}),
+        produce(batch(), conn=CAROL),
+        metadata(conn=CAROL),
+        create_acls(acl(TOPIC, "{t}", DESCRIBE, principal="User:*", permission=DENY)),
+        list_offsets(isolation=0, conn=CAROL, until={"topics.0.partitions.0.error_code": 29}),
+        metadata(conn=CAROL),
+        produce(batch(), conn=CAROL),
+    ]),
     Scenario("acl/topic/write_needs_an_acl",
              "Produce and Metadata without an ACL: TOPIC_AUTHORIZATION_FAILED; with WRITE the produce "
              "goes through and WRITE implies DESCRIBE (KIP-430 operations).", broker=SECURED, steps=[

@@ -13,16 +13,16 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from minikafka.protocol import schema
-
-from ..dsl import (SECURED, Call, Differs, Scenario, Topic, add_partitions, await_txn, batch, call, delete_records, end_txn, init_pid,
-                   produce, ref, restart, txn_produce)
+from ..dsl import (NAMED_LISTENER, NAMED_LISTENERS, SECURED, Call, Differs, Scenario, Topic, add_partitions,
+                   await_txn, batch, call, delete_records, end_txn, init_pid, produce, ref, restart, txn_produce)
+from ..runner import decode_exact
 from .admin_topics import create1, create_parts, delete_names, gone, served
 from .acls import ALICE, DESCRIBE, TOPIC, acl, create_acls
 from .classic_groups import commit as classic_commit, delete_groups, list_groups
 from .consumer_groups import beat, hb
 
 ZERO = uuid.UUID(int=0)
+CLIENT = f"listener:{NAMED_LISTENER}"   # a connection to the named listener (dsl.NAMED_LISTENERS)
 NOWHERE = uuid.UUID("0badc0de-0000-4000-8000-000000000001")   # a topic id no cluster has
 ABC = {"a": Topic(partitions=3), "b": Topic(partitions=2), "c": Topic()}
 RAW = "sasl-raw"   # the SASL listener, not logged in (runner.Run.conn)
@@ -99,7 +99,7 @@ class UnsupportedApiVersions(Call):
         frame = conn.recv_frame()
         if frame is None:
             raise ConnectionError("broker closed the connection")
-        return schema.decode_response(18, 0, frame)[1]
+        return decode_exact(18, 0, frame)
 
 
 def api_versions_unsupported(v: int, **kw):
@@ -402,6 +402,18 @@ SCENARIOS = [
         call(60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 2,
                      "include_fenced_brokers": True}),
     ]),
+    # ------------------------------------------------------------ listeners
+    Scenario("cluster_apis/listeners/named_listener", "A named listener (CLIENT, plain text) beside PLAINTEXT, "
+             "advertised with another host: Metadata, FindCoordinator (v3, v4) and DescribeCluster over it name "
+             "its advertised endpoint, over PLAINTEXT that listener's.", broker=NAMED_LISTENERS, steps=[
+        metadata(["{t}"], conn=CLIENT),
+        metadata(["{t}"]),
+        find_coordinator("{g}", conn=CLIENT),
+        find_coordinators(["{g}"], conn=CLIENT),
+        find_coordinator("{g}"),
+        describe_cluster(conn=CLIENT),
+        describe_cluster(v=2),
+    ]),
     # ------------------------------------------------------------ Metadata
     Scenario("cluster_apis/metadata/topic_ids", "Metadata v12 by a topic id no cluster has, by a known id, a name "
              "with its own id, a name with another id, and v10 by id.", topics={"t": Topic(), "u": Topic()},
@@ -514,7 +526,7 @@ SCENARIOS = [
              "__share_group_state (50 partitions) for it, which would show in other scenarios' listings (hence "
              "here); a key of another form is INVALID_REQUEST.", topics={"t": Topic(partitions=2)}, differs={
                  17: Differs("no-share-groups", {"coordinators[0]": {
-                     "key": "share-group:AAAAAAAAAAAAAAAAAAAAAA:0", "node_id": -1, "host": "<host>", "port": "<port>",
+                     "key": "share-group:AAAAAAAAAAAAAAAAAAAAAA:0", "node_id": -1, "host": "", "port": -1,
                      "error_code": 42, "error_message": "Share groups are not served"}}),
              }, steps=[
         produce(batch(None, values(3))),

@@ -32,9 +32,7 @@ def api_versions(**kw):
 def settled(level: int):
     """ApiVersions polled until it reports ``level`` (Kafka's brokers learn an update from the
     metadata log a moment after UpdateFeatures answers; a level of 0 is not listed)."""
-    if level == 0:
-        return api_versions(until={"finalized_features.0": "<absent>"})
-    return api_versions(until={"finalized_features.0.max_version_level": level})
+    return api_versions(until={f"finalized_features.{TXV}": "<absent>" if level == 0 else f"{level}-{level}"})
 
 
 def F(name: str, doc: str, steps: list) -> Scenario:
