@@ -190,9 +190,13 @@ def _zstd_pieces(src) -> list[tuple[int, int, bool]]:
     return out
 
 
+HEAVY_WINDOW = 8 << 20              # a zstd frame whose window is larger starts in a worker thread
+
+
 class _ZstdInflater(Inflater):
     def __init__(self, data):
         import zstandard
+        self._zstandard = zstandard
         self._src = memoryview(data).cast("B")
         self._pieces = _zstd_pieces(self._src)
         self._next = 0
@@ -201,19 +205,37 @@ class _ZstdInflater(Inflater):
         self._out = b""
         self._at = 0
 
+    @property
+    def heavy(self) -> bool:
+        """The next step starts a frame with a large window (its decoder allocates the window)."""
+        if self._at < len(self._out) or self._next >= len(self._pieces):
+            return False
+        start, end, first = self._pieces[self._next]
+        if not first:
+            return False
+        try:
+            return self._zstandard.get_frame_parameters(self._src[start:end]).window_size > HEAVY_WINDOW
+        except self._zstandard.ZstdError as e:
+            raise CodecError(ZSTD, e) from None
+
+    def prepare(self) -> None:
+        if self._at < len(self._out) or self._next >= len(self._pieces):
+            return
+        start, end, first = self._pieces[self._next]
+        self._next += 1
+        if first:
+            self._d = self._dctx.decompressobj()
+        try:
+            self._out = self._d.decompress(self._src[start:end])
+        except self._zstandard.ZstdError as e:
+            raise CodecError(ZSTD, e) from None
+        self._at = 0
+
     def read(self, n: int) -> bytes:
         while self._at >= len(self._out):
             if self._next >= len(self._pieces):
                 return b""
-            start, end, first = self._pieces[self._next]
-            self._next += 1
-            if first:
-                self._d = self._dctx.decompressobj()
-            try:
-                self._out = self._d.decompress(self._src[start:end])
-            except Exception as e:  # zstandard.ZstdError
-                raise CodecError(ZSTD, e) from None
-            self._at = 0
+            self.prepare()
         out = self._out[self._at:self._at + n]
         self._at += len(out)
         return out

@@ -269,3 +269,16 @@ def test_a_batch_of_many_bad_records_keeps_the_first_errors_and_counts_them_all(
     assert len(e.record_errors) == MAX_RECORD_ERRORS and e.record_errors[0] == (
         0, "Compacted topic cannot accept message without key in topic partition t-0")
     assert e.message.startswith(f"One or more records have been rejected due to {n} record errors in total")
+
+
+def test_a_zstd_frame_with_a_large_window_starts_in_a_worker_thread():
+    import zstandard
+    params = zstandard.ZstdCompressionParameters.from_level(19, window_log=24)
+    big = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    section = big.compress(bytes(20 << 20)) + big.flush()
+    inf = compression.inflater(4, section)
+    assert inf.heavy
+    inf.prepare()
+    assert not inf.heavy
+    assert sum(len(c) for c in iter(lambda: inf.read(1 << 20), b"")) == 20 << 20
+    assert not compression.inflater(4, compression.compress(4, bytes(20 << 20))).heavy
