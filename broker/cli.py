@@ -4,6 +4,7 @@
     minikafka healthcheck [--bootstrap-server HOST:PORT]
     minikafka format [--config F] [--feature transaction.version=1 ...]     (kafka-storage.sh format)
     minikafka features --bootstrap-server HOST:PORT describe|upgrade|downgrade|disable   (kafka-features.sh)
+    minikafka console --bootstrap-server HOST:PORT [--listen 127.0.0.1:8080]   (the web console, console/)
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ SUBCOMMANDS = {
     "acls": "minikafka.broker.tools.acls",
     "features": "minikafka.broker.tools.features",
     "format": "minikafka.broker.tools.format",
+    # a client application (console/, extra "console"), imported only when asked for
+    "console": "minikafka.console.cli",
 }
 
 

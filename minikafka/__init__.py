@@ -10,6 +10,8 @@ One import name; the layers are its subpackages, each importing only the ones be
 * :mod:`minikafka.protocol`    -- sans-I/O: Kafka's message schemas, record batches, errors
 * :mod:`minikafka.pipeline`    -- the Spark revenue job and the ``minikafka`` PySpark
   source (extra ``minikafka[spark]``)
+* :mod:`minikafka.console`     -- ``minikafka console``, the web console: a client of any
+  Kafka cluster (extra ``minikafka[console]``)
 * :mod:`minikafka.testing`     -- the pytest plugin: the ``minikafka_broker`` fixture
 
 ``python -m minikafka`` (or the ``minikafka`` command) runs the broker.

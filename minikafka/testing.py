@@ -29,6 +29,9 @@ any test can ask for a real broker::
                      see it now: :class:`Record` ``(partition, offset, key, value, headers)``,
                      read with plain Fetch requests up to the last stable offset (read_committed)
                      or the high watermark (``"read_uncommitted"``)
+* ``console(*args)`` ``minikafka console`` on this broker (needs the ``console`` extra), as a
+                     :class:`ConsoleProcess` on a free port: ``url`` for a browser or an HTTP
+                     client; stopped with the broker (or by ``close()``)
 
 Options (command line, or the ini option / environment variable named):
 
@@ -70,6 +73,8 @@ if TYPE_CHECKING:
 # pytest loads this module in every run of a venv holding minikafka: the Kafka-protocol
 # modules (minikafka.broker.tools.wire, minikafka.protocol) are imported when first used
 
+# the console's one ready line: "minikafka console ready: http://127.0.0.1:PORT/"
+CONSOLE_READY_RE = re.compile(r"minikafka console ready: (http://\S+/)")
 # the broker's one ready line: "minikafka ready: node 1 listening on PLAINTEXT://127.0.0.1:PORT (...)"
 READY_RE = re.compile(r"listening on PLAINTEXT://127\.0\.0\.1:(\d+)")
 FAULT_POINTS = ("txn.before_prepare", "txn.after_prepare", "txn.after_first_marker", "txn.after_markers")
@@ -174,6 +179,7 @@ class BrokerProcess:
         self.starts = 0
         self._run_log_offset = 0  # where the current run's output begins
         self.last_exit: int | None = None
+        self.consoles: list[ConsoleProcess] = []
         _LIVE.add(self)
 
     # -- properties ---------------------------------------------------------
@@ -205,11 +211,8 @@ class BrokerProcess:
         return cmd
 
     def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = _checkout_environment()
         env["PYTHONUNBUFFERED"] = "1"
-        if minikafka.CHECKOUT:  # run from a checkout: the broker runs that checkout's code too
-            env["PYTHONPATH"] = os.pathsep.join(
-                p for p in (minikafka.CHECKOUT, env.get("PYTHONPATH")) if p)
         env.update(self.extra_env)
         return env
 
@@ -375,6 +378,14 @@ class BrokerProcess:
     def records(self, topic: str, isolation: str = "read_committed") -> list[Record]:
         return read_records(self.bootstrap, topic, isolation)
 
+    def console(self, *args: str, timeout: float = START_TIMEOUT) -> "ConsoleProcess":
+        """``minikafka console`` reading this broker, started (``args``: more options, e.g.
+        ``"--read-only"``); stopped when the broker is closed."""
+        c = ConsoleProcess(self.bootstrap, args, log_path=self.data_dir.parent / f"{self.data_dir.name}.console.log",
+                           python=self.python)
+        self.consoles.append(c)
+        return c.start(timeout)
+
     def _reap(self) -> None:
         if self.proc is None:
             return
@@ -389,6 +400,8 @@ class BrokerProcess:
 
     def close(self) -> None:
         """Make sure nothing is left running (used by fixtures, never fails)."""
+        for c in self.consoles:
+            c.close()
         if self.running:
             try:
                 self.proc.send_signal(signal.SIGTERM)
@@ -415,6 +428,7 @@ class ExternalKafka:
 
     def __init__(self, bootstrap: str):
         self.bootstrap = bootstrap
+        self.consoles: list[ConsoleProcess] = []
 
     def _skip(self, what: str):
         pytest.skip(f"{what}() needs the minikafka broker; --minikafka-bootstrap points at"
@@ -435,8 +449,114 @@ class ExternalKafka:
     def records(self, topic: str, isolation: str = "read_committed") -> list[Record]:
         return read_records(self.bootstrap, topic, isolation)
 
+    def console(self, *args: str, timeout: float = START_TIMEOUT) -> "ConsoleProcess":
+        import tempfile
+        c = ConsoleProcess(self.bootstrap, args, log_path=Path(tempfile.mkdtemp(prefix="minikafka-console-")) / "console.log")
+        self.consoles.append(c)
+        return c.start(timeout)
+
+    def close(self) -> None:
+        for c in self.consoles:
+            c.close()
+
     def __repr__(self) -> str:
         return f"<ExternalKafka {self.bootstrap}>"
+
+
+class ConsoleProcess:
+    """``minikafka console --bootstrap-server BOOTSTRAP --listen 127.0.0.1:0`` as a subprocess:
+    it picks a free port itself and names it in its ready line (``url``). Its output goes to
+    ``log_path``."""
+
+    def __init__(self, bootstrap: str, args: tuple[str, ...] | list[str] = (), log_path: str | os.PathLike | None = None,
+                 python: str | None = None, env: Mapping[str, str] | None = None):
+        self.bootstrap = bootstrap
+        self.args = list(args)
+        self.log_path = Path(log_path) if log_path else Path(os.devnull)
+        self.python = python or sys.executable
+        self.env = dict(env) if env is not None else _checkout_environment()
+        self.proc: subprocess.Popen | None = None
+        self.url: str | None = None
+        self._offset = 0
+        _LIVE_CONSOLES.add(self)
+
+    def command(self) -> list[str]:
+        return [self.python, "-m", "minikafka", "console", "--bootstrap-server", self.bootstrap,
+                "--listen", "127.0.0.1:0", *self.args]
+
+    def log_text(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._offset)
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def start(self, timeout: float = START_TIMEOUT) -> "ConsoleProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(self.command(), env=self.env, stdin=subprocess.DEVNULL, stdout=logf,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+        def ready() -> str | None:
+            m = CONSOLE_READY_RE.search(self.log_text())
+            if m:
+                return m.group(1)
+            if self.proc.poll() is not None:
+                raise BrokerError(f"minikafka console exited with code {self.proc.returncode}:\n"
+                                  f"{tail(self.log_text())}")
+            return None
+        try:
+            self.url = wait_until(ready, timeout, interval=0.02,
+                                  message=lambda: f"minikafka console printed no ready line:\n{tail(self.log_text())}")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """SIGTERM, then SIGKILL if it lingers (never fails)."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(5)
+            except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.proc.wait(5)
+        self.proc = None
+
+    def __enter__(self) -> "ConsoleProcess":
+        return self if self.proc is not None else self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<ConsoleProcess {self.url} of {self.bootstrap}>"
+
+
+_LIVE_CONSOLES: "weakref.WeakSet[ConsoleProcess]" = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_leftover_consoles() -> None:
+    for c in list(_LIVE_CONSOLES):
+        c.close()
+
+
+def _checkout_environment() -> dict[str, str]:
+    """The environment of a subprocess running this minikafka: run from a checkout, the
+    checkout's code (its root on PYTHONPATH)."""
+    env = dict(os.environ)
+    if minikafka.CHECKOUT:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (minikafka.CHECKOUT, env.get("PYTHONPATH")) if p)
+    return env
 
 
 # --------------------------------------------------------------------------
@@ -571,7 +691,11 @@ def minikafka_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
                 c.request(18, 0, {})
         except OSError as e:
             raise ConnectionError(f"--minikafka-bootstrap {external}: no Kafka answers there ({e})") from None
-        yield ExternalKafka(external)
+        kafka = ExternalKafka(external)
+        try:
+            yield kafka
+        finally:
+            kafka.close()
         return
     b = BrokerProcess(tmp_path_factory.mktemp("minikafka") / "data", name="minikafka_broker")
     try:

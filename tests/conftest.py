@@ -34,7 +34,7 @@ pytest_plugins = ["minikafka.testing", "pytester"]
 
 _BROKERS_KEY = pytest.StashKey[list]()
 
-# the checkout's code, one folder per layer (what every broker subprocess imports): pyproject's package-dir
+# the checkout's code, one folder per layer (what every broker and console subprocess imports): pyproject's package-dir
 _ROOT = Path(__file__).resolve().parent.parent
 _CODE_DIRS = tuple(tomllib.loads((_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())
 

@@ -53,8 +53,13 @@ def test_wheel_in_an_empty_venv_runs_a_users_test_file(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     [wheel] = wheels.glob("minikafka-*.whl")
     with zipfile.ZipFile(wheel) as z:
-        tops = {n.split("/")[0] for n in z.namelist() if not n.split("/")[0].endswith(".dist-info")}
+        names = set(z.namelist())
+        tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"minikafka"}, tops
+    # the console's pages and its vendored browser assets, with their licenses, are in the wheel
+    for f in ("templates/page.html", "static/console.js", "static/vendor/htmx.min.js",
+              "static/vendor/htmx.LICENSE", "static/vendor/uPlot.iife.min.js", "static/vendor/uPlot.LICENSE"):
+        assert f"minikafka/console/{f}" in names, f
     built = time.monotonic()
 
     # an empty venv (no pip of its own: this pip installs into it)

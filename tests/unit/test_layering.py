@@ -5,7 +5,10 @@ mixins, and no module imports another module's private (underscore) names.
 Each layer is a top-level folder of the repository and the subpackage ``minikafka.<folder>``
 once installed; every import names the layer by its full name (``minikafka.storage.log``) or
 is relative inside its own layer. minikafka.testing (the pytest plugin) starts the broker as
-a subprocess: of the broker layer it imports only the wire client."""
+a subprocess: of the broker layer it imports only the wire client. The console (console/,
+``minikafka.console``) is a client application: it uses Kafka's protocol, the wire client and
+the transaction log's record decoder, nothing of the broker, its storage or its
+coordinators' logic; and the broker never imports it."""
 from __future__ import annotations
 
 import ast
@@ -18,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "minikafka"
 LAYERS = ["broker", "coordinator", "storage", "protocol"]  # top to bottom
-# every folder that is a subpackage of minikafka: pyproject's package-dir (the layers and pipeline)
+# every folder that is a subpackage of minikafka: pyproject's package-dir (the layers, pipeline, console)
 FOLDERS = [f for f in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values()
            if f != PACKAGE]
 ALLOWED = {layer: set(LAYERS[i:]) for i, layer in enumerate(LAYERS)}
@@ -89,6 +92,20 @@ def test_the_pytest_plugin_runs_the_broker_as_a_subprocess():
     mods = imports_of(ROOT / PACKAGE / "testing.py")
     inside = {m for m in mods if layer_of(m) in ("broker", "coordinator", "storage")}
     assert inside == {"minikafka.broker.tools.wire"}, inside
+
+
+# what the console may import of the layers (the client-side code)
+CONSOLE_MAY_IMPORT = {"minikafka.broker.tools.wire", "minikafka.coordinator.transaction.state"}
+
+
+def test_the_console_is_a_client():
+    inside = set()
+    for path in python_files("console"):
+        inside |= {m for m in imports_of(path) if layer_of(m) and layer_of(m) != "protocol"}
+    assert inside == CONSOLE_MAY_IMPORT, inside
+    users = [f"{p.relative_to(ROOT)} imports {m}" for layer in LAYERS for p in python_files(layer)
+             for m in imports_of(p) if m.startswith(f"{PACKAGE}.console")]
+    assert not users
 
 
 def test_one_import_name():

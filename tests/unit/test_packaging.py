@@ -30,14 +30,21 @@ def test_every_package_of_the_mapped_folders_is_listed():
 
 
 def test_package_data_covers_every_other_file():
+    """Each data file matches a pattern of its package (the nearest folder with an
+    __init__.py), relative to that package's folder (``static/vendor/*.js``)."""
     data = SETUPTOOLS.get("package-data", {})
     missing = []
     for name, folder in SETUPTOOLS["package-dir"].items():
         for path in (ROOT / folder).rglob("*"):
             if path.is_dir() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
                 continue
-            package = ".".join((name, *path.parent.relative_to(ROOT / folder).parts))
-            if not any(fnmatch.fnmatch(path.name, pattern) for pattern in data.get(package, [])):
+            home = path.parent
+            while not (home / "__init__.py").is_file():
+                home = home.parent
+            package = ".".join((name, *home.relative_to(ROOT / folder).parts))
+            relative = path.relative_to(home).as_posix()
+            if not any(fnmatch.fnmatch(relative, pattern) and relative.count("/") == pattern.count("/")
+                       for pattern in data.get(package, [])):
                 missing.append(str(path.relative_to(ROOT)))
     assert not missing, f"not in pyproject's package-data: {missing}"
 

@@ -44,7 +44,8 @@ def test_extras_come_with_their_target(tmp_path, target, extras):
 
 # top-level modules of the extras' packages (pyproject's [project.optional-dependencies])
 EXTRAS_MODULES = {"pytest", "pytest_timeout", "xdist", "kafka", "confluent_kafka", "aiokafka", "yaml",
-                  "pyspark", "pyarrow", "pandas"}
+                  "pyspark", "pyarrow", "pandas", "starlette", "hypercorn", "jinja2", "multipart",
+                  "python_multipart", "selenium"}
 
 
 def test_the_broker_imports_none_of_the_extras():
@@ -72,6 +73,8 @@ def test_the_start_path_leaves_what_the_first_requests_do_not_need():
     lazy = {"gzip", "lz4", "zstandard", "snappy", "cramjam", "crc32c", "prometheus_client",
             "concurrent.futures", "minikafka.storage.cleaner", "minikafka.broker.metrics",
             "minikafka.broker.tools.dump_log", "minikafka.broker.tools.transactions",
+            # the web console: a client application, imported by its subcommand only
+            "minikafka.console", "minikafka.console.cli", "minikafka.console.app",
             # SSL and SASL listeners only; partition logs (none in an empty data dir); argparse
             # only for --help and unusual command lines (broker/cli.py). (protocol.records stays
             # a start-time import of broker.py: imported in its methods, it cost every commit more
