@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))  # this checkout's minikafka, whatever the venv has installed
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from adversarial import batches as bad  # noqa: E402
 from adversarial.bystander import Bystander  # noqa: E402

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,9 @@ from rawclient import RawClient
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ["pyproject.toml", "README.md", "minikafka", "broker", "coordinator", "storage",
-           "protocol", "pipeline"]
+# what a wheel is built from: pyproject's package-dir folders and the files it names
+SOURCES = ["pyproject.toml", "README.md", *tomllib.loads((ROOT / "pyproject.toml").read_text())[
+    "tool"]["setuptools"]["package-dir"].values()]
 NO_INDEX = ("Could not find a version", "No matching distribution", "Failed to establish",
             "Temporary failure in name resolution", "Network is unreachable")
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
