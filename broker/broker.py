@@ -18,11 +18,16 @@ from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
+<<<<<<< HEAD
 from .stepper import Stepper
+=======
+from .connection_quotas import ConnectionQuotas
+>>>>>>> main
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
+from .memory_pool import MemoryPool
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
 from .scheduler import Periodic, Service
 from .transaction_runtime import TransactionRuntime
@@ -100,6 +105,8 @@ class Broker:
         self.config = config
         self.metrics = Metrics()
         self.connections: set = set()  # the server's open client connections (idle expiry)
+        self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
+        self.connection_quotas = ConnectionQuotas(config, config.listeners)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
         self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
         self.advertised: dict[str, tuple[str, int]] = {}

@@ -6,8 +6,10 @@ start with a message naming the key.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
+import socket
 
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.config import LogConfig
@@ -17,6 +19,7 @@ from .security.listeners import build_listeners
 log = logging.getLogger("minikafka.config")
 
 LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
 
 class ConfigError(ValueError):
@@ -101,6 +104,37 @@ def _metrics_listener(v: str) -> None:
         parse_metrics_listener(v)
 
 
+def parse_ip_overrides(text: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` ('host:count,host:count', Kafka's Csv.parseCsvMap):
+    {address: count}, each host resolved once, as Kafka's InetAddress.getByName. ValueError
+    naming what is wrong."""
+    out: dict[str, int] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        host, colon, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        if not colon or not host:
+            raise ValueError(f"'{item}' is not of the form host:count")
+        try:
+            n = int(count.strip())
+        except ValueError:
+            raise ValueError(f'For input string: "{count.strip()}"') from None
+        try:
+            address = str(ipaddress.ip_address(host))
+        except ValueError:
+            try:
+                address = socket.getaddrinfo(host, None)[0][4][0]
+            except (OSError, UnicodeError):
+                raise ValueError(f"contains invalid addresses : {host}") from None
+        out[address] = n
+    return out
+
+
+def _ip_overrides(v: str) -> None:
+    parse_ip_overrides(v)
+
+
 # key -> (parser, default, validator or None, doc). Defaults are Apache Kafka's
 # unless the doc says otherwise.
 DEFS: dict[str, tuple] = {
@@ -137,7 +171,12 @@ DEFS: dict[str, tuple] = {
     "log.cleaner.dedupe.buffer.size": (_int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
     "message.max.bytes": (_int, 1048588, _at_least(0), "Largest record batch accepted"),
     "socket.request.max.bytes": (_int, 104857600, _at_least(1), "Largest request frame accepted"),
-    "connections.max.idle.ms": (_int, 600000, None, "Close a connection that has sent nothing and awaits no answer for this long; negative: never"),
+    "connections.max.idle.ms": (_int, 600000, None, "Close a connection with no I/O for this long (counted from its last bytes read or written; never while its request is handled); negative: never"),
+    "queued.max.request.bytes": (_int, 104857600, None, "Memory for requests being read or waiting, in total (minikafka's default bounds it; Kafka's -1, unbounded, is accepted): when used up, large requests are not read until memory is freed. At least socket.request.max.bytes; unset, it follows socket.request.max.bytes if that is larger"),
+    "max.connections": (_int, INT_MAX, _at_least(0), "Connections the broker accepts at once; at the limit new ones wait (also per listener: listener.name.<l>.max.connections)"),
+    "max.connections.per.ip": (_int, INT_MAX, _at_least(0), "Connections one address may have; past it a new one is closed at once"),
+    "max.connections.per.ip.overrides": (str, "", _ip_overrides, "Per-address limits, host:count,host:count"),
+    "max.connection.creation.rate": (_int, INT_MAX, _at_least(0), "New connections per second the broker accepts; past it accepting is delayed (also per listener: listener.name.<l>.max.connection.creation.rate)"),
     "fetch.max.bytes": (_int, 57671680, _at_least(1024), "Most bytes a Fetch answers, whatever its max_bytes asks (the first batch still comes whole)"),
     "max.incremental.fetch.session.cache.slots": (_int, 1000, _at_least(0), "Incremental fetch sessions (KIP-227) kept at once, over 8 shards of slots/8 each; 0 (or below 8) disables them"),
     "compression.type": (str, "producer", None, "Topic compression (producer keeps what the producer sent)"),
@@ -317,6 +356,7 @@ class BrokerConfig:
         except KafkaError as e:
             raise ConfigError(e.message) from None
         _check_group_consumer(values)
+        _check_connections(values, originals)
         try:
             listeners, advertised = build_listeners(raw)
         except SecurityConfigError as e:
@@ -326,6 +366,23 @@ class BrokerConfig:
         config = cls(values, originals, raw)
         config.listeners, config.advertised = listeners, advertised
         return config
+
+
+def _check_connections(values: dict, originals: dict) -> None:
+    """KafkaConfig's checks of the socket server settings (one line naming the key)."""
+    v = values
+    if "queued.max.request.bytes" not in originals:
+        # minikafka's default bounds the pool, and follows a larger socket.request.max.bytes
+        v["queued.max.request.bytes"] = max(v["queued.max.request.bytes"], v["socket.request.max.bytes"])
+    if 0 < v["queued.max.request.bytes"] < v["socket.request.max.bytes"]:
+        raise ConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+    if v["max.connections.per.ip"] == 0 and not parse_ip_overrides(v["max.connections.per.ip.overrides"]):
+        raise ConfigError("max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides "
+                          "property is set.")
+    idle, delay = v["connections.max.idle.ms"], v["connection.failed.authentication.delay.ms"]
+    if idle >= 0 and delay >= idle:
+        raise ConfigError(f"connection.failed.authentication.delay.ms={delay} should always be less than "
+                          f"connections.max.idle.ms={idle} to prevent failed authentication responses from timing out")
 
 
 def _check_group_consumer(values: dict) -> None:

@@ -9,13 +9,15 @@ restarts, and ApiVersions (v3+) reports them to clients. minikafka does the same
 broker is formatted with the defaults), they are kept in `<log.dir>/minikafka-features.json`
 (written atomically before an UpdateFeatures is answered), and ApiVersions reports them.
 
-The feature that matters here is `transaction.version`: at 2 (Kafka 4.x's default)
-Java clients 4.x use KIP-890's transactions V2 (no AddPartitionsToTxn, EndTxn v5 with
-an epoch bump per transaction); at 1 they use the classic protocol. The other features
-Kafka 4.1 reports are reported with the levels minikafka can honestly run: group,
-share, KRaft and ELR features at 0 (KIP-848 groups, share groups, a KRaft quorum and
-ELR are not served), metadata.version at Kafka 4.1's (4.1-IV1), the protocol level
-whose APIs minikafka speaks.
+Two features change what clients get: `transaction.version` at 2 (Kafka 4.x's default)
+makes Java clients 4.x use KIP-890's transactions V2 (no AddPartitionsToTxn, EndTxn v5 with
+an epoch bump per transaction), at 1 the classic protocol; `group.version` at 1 (the default)
+serves KIP-848's consumer groups (with `consumer` in group.coordinator.rebalance.protocols),
+at 0 ConsumerGroupHeartbeat and ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's.
+The other features Kafka 4.1 reports are reported with the levels minikafka can honestly
+run: share, KRaft and ELR features at 0 (share groups, a KRaft quorum and ELR are not
+served), metadata.version at Kafka 4.1's (4.1-IV1), the protocol level whose APIs minikafka
+speaks.
 """
 from __future__ import annotations
 
@@ -30,12 +32,14 @@ from minikafka.storage.checkpoint import atomic_write
 log = logging.getLogger("minikafka.features")
 
 FEATURES_FILE = "minikafka-features.json"
+FILE_VERSION = 2  # 2: group.version is kept (a version 1 file's data dir had KIP-848 groups on)
 TRANSACTION_VERSION = "transaction.version"
+GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 
 # name -> (min, max) this broker can run; Kafka 4.1's names, in Kafka's ApiVersions order
 SUPPORTED: dict[str, tuple[int, int]] = {
-    "group.version": (0, 0),
+    GROUP_VERSION: (0, 1),
     "kraft.version": (0, 0),
     METADATA_VERSION: (27, 27),
     "share.version": (0, 0),
@@ -43,7 +47,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "eligible.leader.replicas.version": (0, 0),
 }
 # what an unformatted data dir gets: Kafka 4.1's defaults where minikafka supports them
-DEFAULTS = {METADATA_VERSION: 27, TRANSACTION_VERSION: 2}
+DEFAULTS = {METADATA_VERSION: 27, GROUP_VERSION: 1, TRANSACTION_VERSION: 2}
 # metadata.version levels by name, as kafka-features.sh prints and takes them
 METADATA_VERSION_NAMES = {27: "4.1-IV1"}
 # features whose level can never go down (Kafka: "Can't downgrade the version of this feature.")
@@ -118,6 +122,10 @@ class FinalizedFeatures:
             with open(path, encoding="utf-8") as f:
                 doc = json.load(f)
             levels = {str(k): int(v) for k, v in doc["features"].items()}
+            if int(doc.get("version", 1)) < FILE_VERSION:
+                # written before group.version was kept: that minikafka served KIP-848's groups
+                # whatever the level, so the data dir keeps them (group.version=1)
+                levels.setdefault(GROUP_VERSION, 1)
             return cls(path, levels, int(doc["epoch"]))
         except FileNotFoundError:
             return None
@@ -132,7 +140,7 @@ class FinalizedFeatures:
         return ff
 
     def save(self) -> None:
-        doc = {"version": 1, "epoch": self.epoch, "features": dict(sorted(self.levels.items()))}
+        doc = {"version": FILE_VERSION, "epoch": self.epoch, "features": dict(sorted(self.levels.items()))}
         atomic_write(self.path, json.dumps(doc, indent=1) + "\n")
 
     # -------------------------------------------------------------- views
@@ -142,6 +150,10 @@ class FinalizedFeatures:
     @property
     def transaction_version(self) -> int:
         return self.level(TRANSACTION_VERSION)
+
+    @property
+    def group_version(self) -> int:
+        return self.level(GROUP_VERSION)
 
     def describe_levels(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.levels.items()))

@@ -20,6 +20,16 @@ kafka_network_requestmetrics_totaltime_seconds{request}                RequestMe
 kafka_coordinator_transaction_transactionalids{state}                  transactional ids known to the coordinator, per state
 kafka_server_socketservermetrics_connection_count                      open client connections
 kafka_server_socketservermetrics_failed_authentication_total           failed-authentication-total: failed TLS handshakes and SASL authentications
+kafka_server_socketservermetrics_connection_creation_total{listener}   connection-creation-total: connections accepted
+kafka_server_socketservermetrics_connection_accept_throttle_seconds_total{listener}
+                                                                       connection-accept-throttle-time, summed: time accepting
+                                                                       waited for max.connection.creation.rate
+kafka_network_acceptor_acceptorblocked_seconds_total{listener}         AcceptorBlockedPercent as time: accepting waited for a
+                                                                       connection slot or the creation rate
+minikafka_connections_rejected_per_ip_total{listener}                  connections closed at once for max.connections.per.ip
+kafka_network_socketserver_memorypoolused                              MemoryPoolUsed: bytes of requests being read or waiting
+kafka_network_socketserver_memorypoolavailable                         MemoryPoolAvailable: queued.max.request.bytes left
+kafka_server_socketservermetrics_memory_pool_depleted_seconds_total    memory-pool-depleted-time-total: time the pool was used up
 kafka_server_fetchsessioncache_numincrementalfetchsessions             FetchSessionCache NumIncrementalFetchSessions (KIP-227)
 kafka_server_fetchsessioncache_numincrementalfetchpartitionscached     FetchSessionCache NumIncrementalFetchPartitionsCached
 kafka_server_fetchsessioncache_incrementalfetchsessionevictions_total  FetchSessionCache IncrementalFetchSessionEvictionsPerSec (count)
@@ -203,6 +213,7 @@ class BrokerCollector:
                                 "Failed TLS handshakes and SASL authentications")
         c.add_metric([], broker.metrics.failed_authentications)
         yield c
+        yield from self._connection_quotas(broker)
 
         cache = broker.fetch_manager.cache
         g = GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
@@ -224,6 +235,39 @@ class BrokerCollector:
         spent = CounterMetricFamily("kafka_log_logflushstats_logflushtime_seconds", "Time spent in those fsyncs")
         spent.add_metric([], FLUSH_STATS.seconds)
         yield spent
+
+
+    @staticmethod
+    def _connection_quotas(broker):
+        quotas, pool = broker.connection_quotas, broker.memory_pool
+        names = [lst.name for lst in broker.config.listeners]
+        for family, values in (
+                (CounterMetricFamily("kafka_server_socketservermetrics_connection_creation",
+                                     "Connections accepted", labels=["listener"]), quotas.created),
+                (CounterMetricFamily("kafka_server_socketservermetrics_connection_accept_throttle_seconds",
+                                     "Time accepting waited for max.connection.creation.rate", labels=["listener"]),
+                 quotas.throttled_seconds),
+                (CounterMetricFamily("kafka_network_acceptor_acceptorblocked_seconds",
+                                     "Time accepting waited for a connection slot or the creation rate",
+                                     labels=["listener"]), quotas.blocked_seconds),
+                (CounterMetricFamily("minikafka_connections_rejected_per_ip",
+                                     "Connections closed at once for max.connections.per.ip", labels=["listener"]),
+                 quotas.rejected_per_ip)):
+            for name in names:
+                family.add_metric([name], values.get(name, 0))
+            yield family
+        g = GaugeMetricFamily("kafka_network_socketserver_memorypoolused",
+                              "Bytes of requests being read or waiting (queued.max.request.bytes)")
+        g.add_metric([], pool.used)
+        yield g
+        g = GaugeMetricFamily("kafka_network_socketserver_memorypoolavailable",
+                              "queued.max.request.bytes not in use")
+        g.add_metric([], pool.available if pool.capacity > 0 else float("inf"))
+        yield g
+        c = CounterMetricFamily("kafka_server_socketservermetrics_memory_pool_depleted_seconds",
+                                "Time the memory pool was used up (requests waited to be read)")
+        c.add_metric([], pool.depleted_seconds)
+        yield c
 
 
 def make_registry(broker) -> CollectorRegistry:

@@ -12,10 +12,13 @@ written as they are, without assembling the frame.
 from __future__ import annotations
 
 import errno
+import fcntl
 import logging
 import os
 import re
+import select
 import struct
+import termios
 import time
 
 import trio
@@ -28,12 +31,14 @@ from . import handlers
 from .handlers.authorization import AUTHORIZATION
 from .handlers.common import AUTH_MESSAGES, CloseConnection
 from .broker import Broker
+from .memory_pool import MemoryPool
 from .security.authorizer import CLUSTER_NAME
 from .security.listener import ANONYMOUS
 
 log = logging.getLogger("minikafka.server")
 
 _SIZE = struct.Struct(">i")
+_INT = struct.Struct("i")  # a C int (FIONREAD's answer)
 
 
 class FrameReader:
@@ -42,31 +47,51 @@ class FrameReader:
     stream adds two task switches a read; the connection loop yields once a request, after
     its answer).
 
-    A large frame is received straight into a buffer of its own. A Produce request's is
-    handed over as a read-only view of that buffer, which the reader never touches again:
-    its records reach the log without being copied by Python on the way (the codec's
-    records are views of the frame, see protocol/schema.py). Any other frame is ``bytes``: a
-    small one is copied out of the shared buffer, which the next reads reuse; a large one
-    out of its own, as the many small fields of other requests decode faster from bytes
-    than from a view (OffsetCommit of 5,000 partitions: 2.29 ms from bytes, 2.48 from a view)."""
+    A frame whose rest is not buffered yet and which is larger than the buffer's reads
+    (``DIRECT_MIN``) is received into a buffer of its own, which grows as its bytes arrive and
+    is charged to the broker's memory pool (``queued.max.request.bytes``): an announced size
+    alone allocates nothing. Its memory goes back to the pool with ``release()``, once the
+    request is handled. A Produce request's is handed over as a read-only view of that buffer,
+    which the reader never touches again: its records reach the log without being copied by
+    Python on the way (the codec's records are views of the frame, see protocol/schema.py). Any
+    other frame is ``bytes``: a small one is copied out of the shared buffer, which the next
+    reads reuse; a large one out of its own, as the many small fields of other requests decode
+    faster from bytes than from a view (OffsetCommit of 5,000 partitions: 2.29 ms from bytes,
+    2.48 from a view).
+
+    ``activity`` (the connection) has its ``last_active`` set whenever bytes arrive after a
+    wait: idle expiry counts from the last I/O, as Kafka's Selector does."""
 
     DIRECT_MIN = 65536  # frames this large whose rest is not buffered yet: received into their own buffer
+    CHUNK = 65536  # the least a frame's buffer grows by; what a TLS stream is asked for at a time
 
-    def __init__(self, stream: trio.abc.ReceiveStream, max_size: int):
+    def __init__(self, stream: trio.abc.ReceiveStream, max_size: int, pool: MemoryPool | None = None,
+                 activity=None):
         self.stream = stream
         self.max_size = max_size
+        self.max_size_key = "socket.request.max.bytes"  # the setting max_size comes from (for the message)
         self.buf = bytearray()
+        self.pool = pool if pool is not None else MemoryPool(-1)
+        self.held = 0  # pool bytes of the last large frame, until release()
+        self.activity = activity
         self._sock = stream.socket if isinstance(stream, trio.SocketStream) else None
         self._fd = self._sock.fileno() if self._sock is not None else -1
 
+    def _active(self) -> None:
+        if self.activity is not None:
+            self.activity.last_active = trio.current_time()
+
     async def _receive(self, n: int) -> bytes:
         if self._sock is None:
-            return await self.stream.receive_some(n)
+            data = await self.stream.receive_some(n)
+            self._active()
+            return data
         while True:
             try:
                 return os.read(self._fd, n)
             except BlockingIOError:
                 await trio.lowlevel.wait_readable(self._sock)
+                self._active()
 
     async def _fill(self, n: int) -> bool:
         while len(self.buf) < n:
@@ -75,6 +100,12 @@ class FrameReader:
                 return False
             self.buf += chunk
         return True
+
+    def release(self) -> None:
+        """The last large frame is handled (or never will be): its memory goes back to the pool."""
+        if self.held:
+            self.pool.release(self.held, self)
+            self.held = 0
 
     async def read_frame(self) -> bytes | memoryview | None:
         """The next frame's bytes (bytes, or a read-only view of a buffer of its own that
@@ -96,10 +127,13 @@ class FrameReader:
         (size,) = _SIZE.unpack_from(self.buf, 0)
         if size < 0 or size > self.max_size:
             # Kafka: InvalidReceiveException, the connection is closed
-            raise ProtocolViolation(f"invalid request size {size} (socket.request.max.bytes={self.max_size})")
+            raise ProtocolViolation(f"invalid request size {size} ({self.max_size_key}={self.max_size})")
         end = 4 + size
         if len(self.buf) < end and size >= self.DIRECT_MIN:
-            return await self._receive_rest(size)
+            frame = await (self._receive_chunks(size) if self._sock is None else self._receive_into(size))
+            if frame[0] or frame[1]:  # the api key (int16) is not Produce's, 0
+                return bytes(frame)
+            return memoryview(frame).toreadonly()
         if not await self._fill(end):
             raise ProtocolViolation("connection closed inside a frame")
         with memoryview(self.buf) as view:
@@ -107,33 +141,73 @@ class FrameReader:
         del self.buf[:end]
         return frame
 
-    async def _receive_rest(self, size: int) -> bytes | memoryview:
-        """The frame whose first bytes are buffered (nothing beyond it is: the buffer is
-        shorter than the frame), its rest received into the frame's own buffer (a socket:
-        straight from the kernel; another stream, TLS: asking for no more than the frame's
-        rest). A Produce frame's buffer is handed over read-only: nothing writes to it again."""
-        frame = bytearray(size)
+    def _grown(self, cap: int, have: int, size: int) -> int:
+        """The frame buffer's next size: at least double (so that growing copies each byte about
+        once), or what has arrived already, counting what waits in the kernel's socket buffer
+        (then a frame that came at once is allocated once)."""
+        try:
+            pending = _INT.unpack(fcntl.ioctl(self._fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+        except OSError:
+            pending = 0
+        return min(size, max(2 * cap, have + pending, self.CHUNK))
+
+    async def _receive_into(self, size: int) -> bytearray:
+        """A socket: the frame whose first bytes are buffered (nothing beyond it is: the buffer is
+        shorter than the frame), its rest received straight from the kernel into the frame's own
+        buffer, which grows (charged to the pool first, waiting for room) as the bytes arrive."""
+        pool = self.pool
         have = len(self.buf) - 4
+        pool.charge(have)
+        self.held = have
+        cap = self._grown(have, have, size)
+        await pool.take(cap - have, self)
+        self.held = cap
+        frame = bytearray(cap)
         frame[:have] = memoryview(self.buf)[4:]
         self.buf.clear()
-        with memoryview(frame) as view:
-            while have < size:
-                if self._sock is None:
-                    chunk = await self.stream.receive_some(size - have)
-                    n = len(chunk)
-                    view[have:have + n] = chunk
-                else:
-                    try:
-                        n = os.readv(self._fd, [view[have:]])
-                    except BlockingIOError:
-                        await trio.lowlevel.wait_readable(self._sock)
-                        continue
-                if not n:
-                    raise ProtocolViolation("connection closed inside a frame")
-                have += n
-        if frame[0] or frame[1]:  # the api key (int16) is not Produce's, 0
-            return bytes(frame)
-        return memoryview(frame).toreadonly()
+        while have < size:
+            if have == cap:
+                grown = self._grown(cap, have, size)
+                await pool.take(grown - cap, self)
+                self.held = grown
+                bigger = bytearray(grown)
+                bigger[:have] = frame
+                frame, cap = bigger, grown
+            with memoryview(frame) as view:
+                try:
+                    n = os.readv(self._fd, [view[have:cap]])
+                except BlockingIOError:
+                    n = -1
+            if n < 0:
+                await trio.lowlevel.wait_readable(self._sock)
+                self._active()
+                continue
+            if not n:
+                raise ProtocolViolation("connection closed inside a frame")
+            have += n
+        return frame
+
+    async def _receive_chunks(self, size: int) -> bytes:
+        """Another stream (TLS): the frame's rest read as it comes (a TLS record at a time), each
+        chunk charged to the pool once read; no read while the pool is used up. Joined once
+        complete."""
+        pool = self.pool
+        have = len(self.buf) - 4
+        chunks = [bytes(memoryview(self.buf)[4:])]
+        self.buf.clear()
+        pool.charge(have)
+        self.held = have
+        while have < size:
+            await pool.take(0, self)
+            chunk = await self.stream.receive_some(min(size - have, self.CHUNK))
+            self._active()
+            if not chunk:
+                raise ProtocolViolation("connection closed inside a frame")
+            pool.charge(len(chunk))
+            self.held += len(chunk)
+            chunks.append(chunk)
+            have += len(chunk)
+        return b"".join(chunks)
 
 
 class ProtocolViolation(Exception):
@@ -153,10 +227,13 @@ class Connection:
         self.principal = ANONYMOUS
         self.host = peer.rpartition(":")[0] or peer  # the client address ACLs name
         # idle expiry (connections.max.idle.ms): the connection's scope, cancelled when it has
-        # been idle too long; idle means no request being handled and none for that long
+        # been idle too long: no bytes read or written for that long (Kafka's Selector counts
+        # from the last I/O), and no request being handled (a long-poll Fetch is not idle)
         self.scope = trio.CancelScope()
         self.last_active = trio.current_time()
         self.in_request = False
+        self.reader: FrameReader | None = None
+        self.sock = getattr(stream, "socket", None)  # the TCP socket (under TLS too)
         # what a handler asks to run once its answer is sent, before this connection's next
         # request is read (Kafka's onComplete of a response): an async function, or None
         self.after_answer = None
@@ -205,6 +282,8 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
         # listener's nursery (which would stop the broker). Close this connection only.
         log.exception("closing connection from %s after an unexpected error", peer)
     finally:
+        if conn.reader is not None:
+            conn.reader.release()  # a frame read in part, or its request cut short
         broker.metrics.connections -= 1
         broker.connections.discard(conn)
         with trio.CancelScope(shield=True):
@@ -218,7 +297,8 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         if tls is None:
             return
         stream = conn.stream = tls
-    reader = FrameReader(stream, conn.broker.config["socket.request.max.bytes"])
+    reader = conn.reader = FrameReader(stream, conn.broker.config["socket.request.max.bytes"],
+                                       conn.broker.memory_pool, conn)
     # the same reader serves the connection after authentication: bytes a client sent right
     # behind its last authentication frame are already in its buffer
     if listener.sasl and not await sasl_authenticate(conn, listener, reader):
@@ -229,22 +309,30 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
             return  # (expired while the frame came in: no handler is ever cancelled midway)
         conn.in_request = True
         out = await dispatch(conn, frame)
+        reader.release()
+        # the answer goes out as I/O of its own: a client that never reads it is idle
+        conn.in_request = False
+        conn.last_active = trio.current_time()
         if out is not None:
-            await send_response(stream, out)  # (yields to other connections)
+            await send_response(stream, out, conn)  # (yields to other connections)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()  # acks=0: no answer, still a turn for others
         if conn.after_answer is not None:
             after, conn.after_answer = conn.after_answer, None
+            conn.in_request = True
             await after()
-        conn.in_request = False
-        conn.last_active = trio.current_time()
+            conn.in_request = False
+            conn.last_active = trio.current_time()
 
 
 async def close_idle_connections(broker: Broker) -> None:
-    """Kafka's idle expiry (connections.max.idle.ms; negative: off): a connection that has
-    had no request for that long, and is not handling one, is closed. Checked a few times
-    per idle period (at most every second), so a connection goes at most a quarter of the
-    period (or a second) late."""
+    """Kafka's idle expiry (connections.max.idle.ms; negative: off): a connection with no bytes
+    read or written for that long, and no request being handled, is closed: also one that
+    never completes its TLS handshake, its SASL exchange or a frame. Checked a few times per
+    idle period (at most every second), so a connection goes at most a quarter of the period
+    (or a second) late. A connection whose bytes are waiting to be read is not idle (as Kafka's
+    Selector handles a poll's ready channels before it expires any): after the broker itself
+    could not run for a while, its clients' requests are read, not taken for silence."""
     idle_s = broker.config["connections.max.idle.ms"] / 1000
     if idle_s < 0:
         return
@@ -252,8 +340,17 @@ async def close_idle_connections(broker: Broker) -> None:
         await trio.sleep(max(0.01, min(idle_s / 4, 1.0)))
         limit = trio.current_time() - idle_s
         for conn in list(broker.connections):
-            if not conn.in_request and conn.last_active <= limit:
+            if not conn.in_request and conn.last_active <= limit and not _readable(conn.sock):
                 conn.scope.cancel()
+
+
+def _readable(sock) -> bool:
+    if sock is None:
+        return False
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile
+        return False
 
 
 def failed_authentication(conn: Connection, reason: str) -> None:
@@ -324,10 +421,6 @@ def refusal(conn: Connection, api_key: int, request) -> tuple[ErrorCode, str] | 
     return None
 
 
-# Kafka's sasl.server.max.receive.size: the largest frame read before authentication
-SASL_MAX_RECEIVE_SIZE = 524288
-
-
 async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> bool:
     """Kafka's SaslServerAuthenticator: ApiVersions and SaslHandshake, then the mechanism's
     tokens, either in SaslAuthenticate requests (handshake v1) or as bare size-prefixed frames
@@ -336,8 +429,10 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
     # imported here: only SASL listeners need it (a listener's SASL config imported it at start)
     from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
     broker, stream = conn.broker, conn.stream
-    reader.max_size, max_size = SASL_MAX_RECEIVE_SIZE, reader.max_size
-    server = None
+    # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
+    reader.max_size, max_size = listener.sasl_max_receive_size, reader.max_size
+    reader.max_size_key = "sasl.server.max.receive.size"
+    server = mechanism = None
     handshake_version = None
     while True:
         frame = await reader.read_frame()
@@ -353,7 +448,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
-                reader.max_size = max_size
+                reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
                 return True
             continue
         try:
@@ -409,7 +504,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
-            reader.max_size = max_size
+            reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
             return True
 
 
@@ -419,7 +514,7 @@ _HAVE_SENDFILE = hasattr(os, "sendfile")
 _NO_SENDFILE = {errno.EINVAL, errno.ENOSYS, errno.ENOTSOCK, errno.EOPNOTSUPP}
 
 
-async def send_response(stream, parts: list) -> None:
+async def send_response(stream, parts: list, activity=None) -> None:
     """Write one response frame given as chunks (bytes-like objects and FileSlices).
 
     A Fetch answer over many partitions alternates small chunks (a partition's fields) and
@@ -431,18 +526,18 @@ async def send_response(stream, parts: list) -> None:
         if len(parts) == 1:
             await stream.send_all(parts[0])
         else:
-            await _send_through(stream, parts)
+            await _send_through(stream, parts, activity)
         return
     sock = stream.socket
     if not _HAVE_SENDFILE:
-        for part in parts:  # no sendfile on this platform: each slice read and written as it is
-            await stream.send_all(memoryview(part.read()) if isinstance(part, FileSlice) else part)
+        for data in _pieces(parts):  # no sendfile on this platform: slices read and written a piece at a time
+            await stream.send_all(data)
         return
     fd = sock.fileno()
     await trio.lowlevel.checkpoint_if_cancelled()
     for part in parts:
         if isinstance(part, FileSlice):
-            await _send_slice(sock, fd, part)
+            await _send_slice(sock, fd, part, activity)
             continue
         # a chunk (most answers are one small chunk): one write, nearly always whole; the write
         # loop, a coroutine, only for what the socket did not take
@@ -451,7 +546,7 @@ async def send_response(stream, parts: list) -> None:
         except BlockingIOError:
             n = 0
         if n < len(part):
-            await _write_all(sock, fd, memoryview(part)[n:])
+            await _write_all(sock, fd, memoryview(part)[n:], activity)
     await trio.lowlevel.cancel_shielded_checkpoint()  # let other connections run
 
 
@@ -460,31 +555,49 @@ async def send_response(stream, parts: list) -> None:
 _TLS_WRITE = 1 << 20
 
 
-async def _send_through(stream, parts: list) -> None:
+def _pieces(parts: list):
+    """The answer's bytes in pieces of at most ``_TLS_WRITE``: a slice of a segment file is read a
+    piece at a time, so a large Fetch answer is never in memory whole."""
+    for part in parts:
+        if not isinstance(part, FileSlice):
+            yield part
+            continue
+        for at in range(0, part.size, _TLS_WRITE):
+            yield FileSlice(part.handle, part.position + at, min(_TLS_WRITE, part.size - at)).read()
+
+
+async def _send_through(stream, parts: list, activity=None) -> None:
     """TLS (trio.SSLStream): the bytes must go through the TLS stream, never sendfile'd to the raw
     socket. Small chunks are gathered, not written one TLS record each; slices are read as they go."""
     pending: list = []
     size = 0
-    for part in parts:
-        data = part.read() if isinstance(part, FileSlice) else part
+    for data in _pieces(parts):
         pending.append(data)
         size += len(data)
         if size >= _TLS_WRITE:
             await stream.send_all(b"".join(pending))
+            _active(activity)
             pending, size = [], 0
     if pending:
         await stream.send_all(b"".join(pending))
 
 
-async def _write_all(sock, fd: int, view: memoryview) -> None:
+def _active(activity) -> None:
+    """Bytes went out after a wait: the connection is not idle (Kafka counts from the last I/O)."""
+    if activity is not None:
+        activity.last_active = trio.current_time()
+
+
+async def _write_all(sock, fd: int, view: memoryview, activity=None) -> None:
     while view:
         try:
             view = view[os.write(fd, view):]
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
+            _active(activity)
 
 
-async def _send_slice(sock, fd: int, s: FileSlice) -> None:
+async def _send_slice(sock, fd: int, s: FileSlice, activity=None) -> None:
     """Send a slice of a segment file: sendfile from its descriptor to the socket, waiting
     for room in the socket buffer; a plain read and write where sendfile cannot be used."""
     position, remaining = s.position, s.size
@@ -494,12 +607,13 @@ async def _send_slice(sock, fd: int, s: FileSlice) -> None:
             n = os.sendfile(fd, in_fd, position, remaining)
         except BlockingIOError:
             await trio.lowlevel.wait_writable(sock)
+            _active(activity)
             continue
         except OSError as e:
             if e.errno not in _NO_SENDFILE:
                 raise
             rest = FileSlice(s.handle, position, remaining)
-            await _write_all(sock, fd, memoryview(rest.read()))
+            await _write_all(sock, fd, memoryview(rest.read()), activity)
             return
         if n == 0:  # end of file before the slice's end: the file was truncated
             raise TruncatedSliceError(s, s.size - remaining)
@@ -531,12 +645,15 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
     started = time.perf_counter()
-    if broker.authorizer is not None and (api.enabled is None or api.enabled(broker)):
-        # (an API the broker's settings turn off answers UNSUPPORTED_VERSION before any check, as Kafka)
+    refused = None
+    if api.enabled is not None and not api.enabled(broker):
+        # an API the broker's settings or features turn off: UNSUPPORTED_VERSION before any check, as Kafka
+        refused = ErrorCode.UNSUPPORTED_VERSION, None
+    elif broker.authorizer is not None:
         refused = refusal(conn, api_key, body)
-        if refused is not None:
-            broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
-            return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
+    if refused is not None:
+        broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+        return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
     try:
         response = await handlers.handler(api_key).handle(conn, header, body)
     except (CloseConnection, trio.Cancelled):
@@ -553,8 +670,47 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     return schema.encode_response_parts(api_key, version, corr, response)
 
 
-async def serve_listener(broker: Broker, sock, listener, task_status=trio.TASK_STATUS_IGNORED):
-    async def on_connect(stream):
-        await handle_connection(broker, stream, listener)
+# accept() failing with one of these is the process or host out of a resource: wait and retry
+# (as trio.serve_listeners does), never give up the listener
+_ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
-    await trio.serve_listeners(on_connect, [sock], task_status=task_status)
+
+async def serve_listener(broker: Broker, listener_sock: trio.SocketListener, listener,
+                         task_status=trio.TASK_STATUS_IGNORED):
+    """Kafka's Acceptor: accept a connection, wait for its slot (connection limits, creation rate:
+    it waits unserved, and the listener accepts nothing else meanwhile), count it against its
+    address's limit, and serve it in a task of its own."""
+    quotas = broker.connection_quotas
+    async with trio.open_nursery() as nursery:
+        task_status.started()
+        while True:
+            try:
+                stream = await listener_sock.accept()
+            except OSError as e:
+                if e.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                    raise
+                log.error("accept on listener %s failed: %s; retrying in 0.1 s (raise ulimit -n, or set "
+                          "max.connections)", listener.name, e)
+                await trio.sleep(0.1)
+                continue
+            try:
+                await quotas.wait_for_slot(listener.name)
+            except BaseException:  # (the broker is shutting down)
+                stream.socket.close()
+                raise
+            try:
+                address = stream.socket.getpeername()[0]
+            except OSError:  # gone already
+                stream.socket.close()
+                continue
+            if not quotas.inc(listener.name, address):
+                stream.socket.close()  # (before any byte: nothing to say, as Kafka's Acceptor)
+                continue
+            nursery.start_soon(_connection_task, broker, stream, listener, address)
+
+
+async def _connection_task(broker: Broker, stream, listener, address: str) -> None:
+    try:
+        await handle_connection(broker, stream, listener)
+    finally:
+        broker.connection_quotas.dec(listener.name, address)

@@ -99,7 +99,10 @@ def encode_uvarint(n: int) -> bytes:
 
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:
-    """Unsigned varint (7 bits per byte, low group first) at buf[pos] -> (value, next position)."""
+    """Unsigned varint (7 bits per byte, low group first) at buf[pos] -> (value, next position),
+    read as Kafka's ByteUtils.readUnsignedVarint reads a message's lengths, counts and tags: at
+    most 5 bytes (a 5th with its high bit set is an error), the value a Java int (its low 32 bits,
+    signed: 2^31 reads as -2^31, 2^32 as 0), so a hostile count means to us what it means to Kafka."""
     result = shift = 0
     while True:
         if pos >= len(buf):
@@ -108,10 +111,12 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
-            return result, pos
+            break
         shift += 7
-        if shift > 63:
-            raise SchemaError("varint too long")
+        if shift > 28:
+            raise SchemaError("varint is too long (more than 5 bytes)")
+    result &= 0xFFFFFFFF
+    return (result - 0x100000000 if result & 0x80000000 else result), pos
 
 
 class KString(Construct):
@@ -265,6 +270,8 @@ def _emit_length(src: _Source, ind: int, compact: bool, size_code: str) -> None:
         src.emit(ind + 1, "pos += 1")
         src.emit(ind, "else:")
         src.emit(ind + 1, "n, pos = _uv(buf, pos)")
+        src.emit(ind + 1, "if n == -0x80000000:")
+        src.emit(ind + 2, "n = 0x80000000  # (Java: Integer.MIN_VALUE - 1 is Integer.MAX_VALUE)")
         src.emit(ind, "n -= 1")
     else:
         size = {"h": 2, "i": 4}[size_code]
@@ -273,11 +280,10 @@ def _emit_length(src: _Source, ind: int, compact: bool, size_code: str) -> None:
 
 
 def _emit_null(src: _Source, ind: int, nullable: bool, target: str, what: str) -> None:
-    """After _emit_length: a negative length is null (where allowed) or malformed."""
+    """After _emit_length: a negative length is null (where allowed: any negative, as Kafka's
+    generated readers take it) or malformed."""
     src.emit(ind, "if n < 0:")
     if nullable:
-        src.emit(ind + 1, "if n != -1:")
-        src.emit(ind + 2, f"raise SchemaError('negative {what}')")
         src.emit(ind + 1, f"{target} = None")
     else:
         # Kafka's generated readers refuse both ("non-nullable field was serialized as null")
@@ -306,6 +312,10 @@ def _emit_decode(src: _Source, ind: int, con, target: str) -> None:
         what = "string" if string else "bytes field"
         _emit_length(src, ind, con.compact, "h" if string else "i")
         _emit_null(src, ind, con.nullable, target, what if string else "bytes length")
+        if string and con.compact:
+            # Kafka's readers: "string field X had invalid length" past a Java short
+            src.emit(ind + 1, "if n > 0x7fff:")
+            src.emit(ind + 2, "raise SchemaError(f'string of invalid length {n}')")
         src.emit(ind + 1, "end = pos + n")
         src.emit(ind + 1, "if end > len(buf):")
         src.emit(ind + 2, "raise SchemaError(f'truncated: wanted {n} bytes, {len(buf) - pos} left')")
@@ -449,11 +459,11 @@ def _emit_struct_decode(src: _Source, ind: int, st: KStruct, target: str) -> Non
         src.emit(ind + 1, "pos += 1")
         src.emit(ind, "else:")
         src.emit(ind + 1, "count, pos = _uv(buf, pos)")
-        src.emit(ind + 1, "for _ in range(count):")
+        src.emit(ind + 1, "for _ in range(count):")  # (a negative count, as in Kafka's loop: none)
         src.emit(ind + 2, "tag, pos = _uv(buf, pos)")
         src.emit(ind + 2, "size, pos = _uv(buf, pos)")
         src.emit(ind + 2, "end = pos + size")
-        src.emit(ind + 2, "if end > len(buf):")
+        src.emit(ind + 2, "if size < 0 or end > len(buf):")
         src.emit(ind + 3, "raise SchemaError(f'truncated: wanted {size} bytes, {len(buf) - pos} left')")
         for f in st.tagged:  # unknown tags are skipped, as Kafka's readers do
             src.emit(ind + 2, f"if tag == {f.tag}:")
@@ -800,11 +810,11 @@ def decode_request_header(frame: bytes) -> RequestHeader:
 def _skip_tagged(frame, pos: int) -> int:
     """Past a header's tagged-field section (no header tag is read)."""
     count, pos = read_uvarint(frame, pos)
-    for _ in range(count):
+    for _ in range(count):  # (a negative count, as in Kafka's loop: none)
         _, pos = read_uvarint(frame, pos)
         size, pos = read_uvarint(frame, pos)
         pos += size
-        if pos > len(frame):
+        if size < 0 or pos > len(frame):
             raise SchemaError(f"truncated: a header tagged field of {size} bytes")
     return pos
 

@@ -21,12 +21,15 @@ class Api(NamedTuple):
     module: str  # the handler module in this package
     versions: tuple[int, int]  # served and advertised
     unstable: int | None = None  # the newest version with unstable.api.versions.enable
-    enabled: Callable | None = None  # (broker) -> bool: advertised only when True
+    # (broker) -> bool: served now. Advertised either way, as Kafka's; while False every request
+    # is answered UNSUPPORTED_VERSION (the module's error_response) before any authorization
+    enabled: Callable | None = None
 
 
 def consumer_groups(broker) -> bool:
-    """KIP-848's APIs are advertised with `consumer` in group.coordinator.rebalance.protocols."""
-    return "consumer" in broker.config["group.coordinator.rebalance.protocols"]
+    """Kafka's isConsumerGroupProtocolEnabled: KIP-848's groups are served with `consumer` in
+    group.coordinator.rebalance.protocols and the finalized group.version at 1 or more."""
+    return "consumer" in broker.config["group.coordinator.rebalance.protocols"] and broker.features.group_version >= 1
 
 
 APIS: dict[int, Api] = {
@@ -101,8 +104,6 @@ def api_versions_body(broker, api_version: int = 0) -> dict:
     keys = []
     for key in sorted(APIS):
         api = APIS[key]
-        if api.enabled is not None and not api.enabled(broker):
-            continue
         lo, hi = advertised_range(api, broker)
         keys.append({"api_key": key, "min_version": lo, "max_version": hi})
     body = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}

@@ -20,6 +20,11 @@ def _bare(gid: str, code: ErrorCode, message: str | None = None) -> dict:
             "authorized_operations": NO_AUTH_OPS}
 
 
+def error_response(req, code, message, version) -> dict:
+    """Every asked-for group with the error (Kafka's ConsumerGroupDescribeRequest.getErrorResponse)."""
+    return {"throttle_time_ms": 0, "groups": [_bare(gid, code, message) for gid in req.group_ids or []]}
+
+
 async def handle(conn, header, req):
     coord = coordinator(conn)
     checked = conn.broker.authorizer is not None

@@ -31,6 +31,9 @@ class Listener:
     client_auth: str = "none"             # ssl.client.auth
     principal_rules: list = field(default_factory=lambda: [None])  # ssl.principal.mapping.rules
     sasl_mechanisms: list[str] = field(default_factory=list)
+    sasl_max_receive_size: int = 524288   # sasl.server.max.receive.size: largest frame before authentication
+    max_connections: int = 2**31 - 1      # listener.name.<l>.max.connections (else max.connections)
+    max_connection_creation_rate: int = 2**31 - 1  # likewise max.connection.creation.rate
     plain_users: dict[str, str] = field(default_factory=dict)  # PLAIN: user -> password (JAAS)
 
     @property

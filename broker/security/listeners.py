@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .listener import PROTOCOLS, Listener, invalid, unsupported
+from .listener import PROTOCOLS, Listener, invalid, listener_value, unsupported
 
 # Kafka's default listener.security.protocol.map: each protocol is also a listener name
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -44,6 +44,16 @@ def parse_protocol_map(text: str, key: str = "listener.security.protocol.map") -
     return out
 
 
+def _count(key: str, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise invalid(key, text, "Not a number of type INT") from None
+    if value < 0:
+        raise invalid(key, text, "Value must be at least 0")
+    return value
+
+
 def _list(text) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
@@ -75,6 +85,11 @@ def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tupl
                           f"defined in listeners. Found {name}. The valid options based on currently "
                           f"configured listeners are {','.join(sorted(names))}")
         advertised[name] = (host, port)
+    for lst in listeners:
+        # Kafka's ListenerConnectionQuota: the listener's own value, else the broker-wide one
+        for key in LISTENER_QUOTA_KEYS:
+            text, where = listener_value(raw, lst.name, key, str(2**31 - 1))
+            setattr(lst, key.replace(".", "_"), _count(where, text))
     # tls.py and sasl.py are imported only when a listener is SSL or SASL_*: a PLAINTEXT-only
     # start does not need them (with their own imports, ~0.5 ms of every start). They import
     # listener.py, not this module.
@@ -95,8 +110,9 @@ REFUSED_WHEN_SET = {
     "connections.max.reauth.ms": "KIP-368 re-authentication is not implemented; leave it unset or 0",
     "principal.builder.class": "the default principal builder only",
     "sasl.server.callback.handler.class": "credentials come from the JAAS config (PLAIN) and the SCRAM store",
-    "sasl.server.max.receive.size": "the default (524288) only",
 }
+# Connection limits Kafka reads per listener (ListenerConnectionQuota)
+LISTENER_QUOTA_KEYS = ("max.connections", "max.connection.creation.rate")
 # Keys read per listener, so their listener.name.<l>. forms are known
 PER_LISTENER_KEYS = ("ssl.", "sasl.", "plain.sasl.jaas.config", "scram-sha-256.sasl.jaas.config",
                      "scram-sha-512.sasl.jaas.config", "connections.max.reauth.ms", "principal.builder.class")
@@ -114,6 +130,7 @@ def _refuse_unused_keys(raw: dict[str, str], listeners: list[Listener]) -> None:
             if base == "connections.max.reauth.ms" and value.strip() == "0":
                 continue
             raise unsupported(key, value, REFUSED_WHEN_SET[base])
-        if key.startswith("listener.name.") and not base.startswith(PER_LISTENER_KEYS):
-            raise unsupported(key, value, "per-listener overrides of ssl.*, sasl.* and "
-                                          "<mechanism>.sasl.jaas.config only")
+        if key.startswith("listener.name.") and not base.startswith(PER_LISTENER_KEYS) \
+                and base not in LISTENER_QUOTA_KEYS:
+            raise unsupported(key, value, "per-listener overrides of ssl.*, sasl.*, <mechanism>.sasl.jaas.config, "
+                                          "max.connections and max.connection.creation.rate only")

@@ -67,6 +67,11 @@ def configure(raw: dict[str, str], lst: Listener) -> None:
     if bad or not names:
         raise unsupported(where, mechs, f"supported: {', '.join(SASL_MECHANISMS)}")
     lst.sasl_mechanisms = names
+    text, where = listener_value(raw, lst.name, "sasl.server.max.receive.size", "524288")
+    try:
+        lst.sasl_max_receive_size = int(text)
+    except ValueError:
+        raise invalid(where, text, "Not a number of type INT") from None
     for mech in names:
         key = f"listener.name.{lst.name.lower()}.{mech.lower()}.sasl.jaas.config"
         text = raw.get(key, raw.get(f"{mech.lower()}.sasl.jaas.config"))

@@ -12,8 +12,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
-    # KIP-848 (group.consumer.*, group.coordinator.rebalance.protocols)
-    rebalance_protocols: tuple = ("classic", "consumer", "streams")
+    # KIP-848 (group.consumer.*)
     consumer_heartbeat_interval_ms: int = 5000
     consumer_session_timeout_ms: int = 45000
     consumer_assignors: tuple = ("uniform", "range")
@@ -28,7 +27,6 @@ class GroupConfig:
             max_session_timeout_ms=config["group.max.session.timeout.ms"],
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
-            rebalance_protocols=tuple(config["group.coordinator.rebalance.protocols"]),
             consumer_heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
             consumer_session_timeout_ms=config["group.consumer.session.timeout.ms"],
             consumer_assignors=tuple(config["group.consumer.assignors"]),

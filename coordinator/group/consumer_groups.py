@@ -158,8 +158,6 @@ class ConsumerGroupManager:
         it resolves keep only those."""
         describable = describable or every_topic
         try:
-            if "consumer" not in self.config.rebalance_protocols:
-                raise HeartbeatError(ErrorCode.UNSUPPORTED_VERSION, "The new group protocol is not enabled.")
             validate_heartbeat(version, group_id, member_id, member_epoch, instance_id, rack_id, rebalance_timeout_ms,
                                subscribed_topic_names, subscribed_topic_regex, topic_partitions, server_assignor,
                                self.config.consumer_assignors)

@@ -41,7 +41,6 @@ FEATURES: dict[str, tuple[str | None, str | None, str]] = {
     "kraft.version": ("0-0", ABSENT, NO_QUORUM),
     "eligible.leader.replicas.version": ("0-0", ABSENT, "one-replica"),
     "share.version": ("0-0", None, NO_SHARE_GROUPS),
-    "group.version": ("0-0", ABSENT, "group-version-not-kept"),
 }
 
 

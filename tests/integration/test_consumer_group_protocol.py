@@ -302,17 +302,42 @@ def test_regex_subscription_picks_up_new_topics(fast_broker):
         consumer.close()
 
 
-def test_rebalance_protocols_without_consumer(broker_factory):
-    """group.coordinator.rebalance.protocols=classic: ConsumerGroupHeartbeat is not advertised
-    and a heartbeat sent anyway is refused (UNSUPPORTED_VERSION)."""
-    b = broker_factory(overrides={"group.coordinator.rebalance.protocols": "classic"})
+HEARTBEAT_JOIN = {"group_id": "g", "member_id": "mmmmmmmmmmmmmmmmmmmmmm", "member_epoch": 0, "instance_id": None,
+                  "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],
+                  "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+
+
+@pytest.mark.parametrize("off", [{"overrides": {"group.coordinator.rebalance.protocols": "classic"}},
+                                 {"features": {"group.version": 0}}], ids=["classic-only", "group.version=0"])
+def test_consumer_protocol_off(broker_factory, off):
+    """Without `consumer` in group.coordinator.rebalance.protocols, or with group.version 0, KIP-848's
+    APIs are still advertised (as Kafka 4.1 advertises them) and answered UNSUPPORTED_VERSION, the
+    connection kept; classic groups are unaffected."""
+    b = broker_factory(**off)
     with RawClient.to(b.bootstrap) as c:
         keys = {k.api_key for k in c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"}).api_keys}
-        assert 68 not in keys and 69 not in keys and 11 in keys
-        r = c.request(68, 1, {"group_id": "g", "member_id": "m", "member_epoch": 0, "instance_id": None,
-                              "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"],
-                              "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
-        assert r.error_code == 35
+        assert {11, 68, 69} <= keys
+        assert c.request(68, 1, HEARTBEAT_JOIN).error_code == 35
+        d = c.request(69, 1, {"group_ids": ["g", "h"], "include_authorized_operations": False})
+        assert [(g.group_id, g.error_code) for g in d.groups] == [("g", 35), ("h", 35)]
+        assert c.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]}).coordinators[0].error_code == 0
+
+
+def test_group_version_upgrade_turns_consumer_groups_on(broker_factory):
+    """UpdateFeatures group.version 0 -> 1 (kafka-features.sh upgrade) serves KIP-848 groups at once;
+    the level is kept across a restart."""
+    b = broker_factory(features={"group.version": 0})
+    upgrade = {"timeout_ms": 30000, "validate_only": False,
+               "feature_updates": [{"feature": "group.version", "max_version_level": 1, "upgrade_type": 1}]}
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic("t", 1) == 0
+        assert c.request(68, 1, HEARTBEAT_JOIN).error_code == 35
+        assert c.request(57, 1, upgrade).error_code == 0
+        wait_until(lambda: c.request(68, 1, HEARTBEAT_JOIN).error_code == 0, 10, message="no join after the upgrade")
+    b.restart()
+    with RawClient.to(b.bootstrap) as c:
+        versions = c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert {f.name: f.max_version_level for f in versions.finalized_features}.get("group.version") == 1
 
 
 def test_confluent_admin_lists_and_describes_consumer_groups(fast_broker):

@@ -4,8 +4,9 @@ to transactions: the request version still decides the protocol (an open V2 tran
 finishes as V2), the finalized level decides what the coordinator does on its own. Each
 scenario runs on a cluster of its own (it changes what every later scenario would see),
 formatted with transaction.version=2 as Kafka 4.1 formats a new cluster."""
-from ..dsl import (TV2, Scenario, add_partitions, await_txn, call, describe_txn, end_txn, fetch, init_pid, ref,
-                   restart, txn_produce)
+from ..dsl import (TV2, Scenario, Topic, add_partitions, await_txn, call, describe_txn, end_txn, fetch, init_pid,
+                   ref, restart, txn_produce)
+from .consumer_groups import beat, describe, hb
 
 TXV = "transaction.version"
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
@@ -37,6 +38,10 @@ def settled(level: int):
 
 def F(name: str, doc: str, steps: list) -> Scenario:
     return Scenario(name, doc, steps=steps, features=TV2, alone=True)
+
+
+def group_version_settled(level: int):
+    return api_versions(until={"finalized_features.group.version": "<absent>" if level == 0 else f"{level}-{level}"})
 
 
 SCENARIOS = [
@@ -124,4 +129,25 @@ SCENARIOS = [
         restart(),
         api_versions(),
     ]),
+    Scenario("features/group_version/off_then_upgraded", "A cluster formatted with group.version=0 advertises "
+             "ConsumerGroupHeartbeat and ConsumerGroupDescribe and answers both UNSUPPORTED_VERSION (every group "
+             "named); UpdateFeatures to group.version=1 turns KIP-848 groups on: a member joins; a safe downgrade "
+             "back to 0 is taken though the group has a member, survives a kill -9, and the member's next "
+             "heartbeat is UNSUPPORTED_VERSION.",
+             topics={"t": Topic(partitions=2)}, features={**TV2, "group.version": 0}, alone=True, steps=[
+        api_versions(),
+        hb(save="a0"),
+        describe(groups=("{g}", "{g2}")),
+        update(1, feature="group.version"),
+        group_version_settled(1),
+        hb(save="a", retry_while=(14, 15, 16)),
+        beat(owned=[("a", [0, 1])]),
+        describe(),
+        update(0, SAFE_DOWNGRADE, feature="group.version"),
+        group_version_settled(0),
+        restart(kill=True),
+        api_versions(),
+        beat(owned=None, retry_while=(14, 15, 16)),
+    ]),
 ]
+
