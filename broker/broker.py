@@ -18,11 +18,8 @@ from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator, TxnError
 from .config import ConfigError
-<<<<<<< HEAD
 from .stepper import Stepper
-=======
 from .connection_quotas import ConnectionQuotas
->>>>>>> main
 from minikafka.protocol import records as rec
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
