@@ -28,9 +28,11 @@ import trio
 from minikafka.coordinator.internal_topics import TRANSACTION_TOPIC
 from minikafka.coordinator.transaction import Marker, TransactionCoordinator, TxnError, TxnResult
 from minikafka.protocol import records as rec
-from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol.errors import ErrorCode
 
 from .fsync_batcher import FsyncBatcher
+from .replica_manager import ReplicaManager
+from .topics import TopicManager
 
 log = logging.getLogger("minikafka.txn")
 
@@ -42,10 +44,11 @@ def now_ms() -> int:
 
 
 class TransactionRuntime:
-    def __init__(self, coordinator: TransactionCoordinator, broker):
+    def __init__(self, coordinator: TransactionCoordinator, replicas: ReplicaManager, topics: TopicManager):
         self.coordinator = coordinator
-        self.broker = broker
-        self.fsync = FsyncBatcher(broker.log_dir_failed)
+        self.replicas = replicas
+        self.topics = topics
+        self.fsync = FsyncBatcher(replicas.log_dir_failed)
         self._markers_due = trio.Event()  # set: a transaction was decided (the writer wakes)
         self._round_done = trio.Event()  # set (and replaced) at the end of each marker round
         skip = os.environ.get("MINIKAFKA_FAULT_SKIP_MARKER")
@@ -57,7 +60,7 @@ class TransactionRuntime:
         self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None
 
     def load(self) -> None:
-        self.coordinator.load((r.key, r.value) for _, _, r in self.broker.internal_records(TRANSACTION_TOPIC)
+        self.coordinator.load((r.key, r.value) for _, _, r in self.replicas.internal_records(TRANSACTION_TOPIC)
                               if r.key is not None)
 
     # ------------------------------------------------------------ requests
@@ -125,19 +128,8 @@ class TransactionRuntime:
             by_partition.setdefault(partition, []).append(rec.build_record_batch(key, value, ts))
         flush = []
         for partition, batches in by_partition.items():
-            lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-            if lg is None:
-                self.broker.ensure_internal_topic(TRANSACTION_TOPIC)
-                lg = self.broker.get_log(TRANSACTION_TOPIC, partition)
-            try:
-                if lg.append(b"".join(batches), origin="coordinator").flush_needed:
-                    flush.append(lg)
-            except OSError as e:
-                self.broker.log_dir_failed(e)
-            except KafkaError as e:
-                if isinstance(e.__cause__, OSError):
-                    self.broker.log_dir_failed(e.__cause__)
-                raise
+            if self.replicas.append_internal(TRANSACTION_TOPIC, partition, b"".join(batches)).flush_needed:
+                flush.append(self.replicas.get_log(TRANSACTION_TOPIC, partition))
         return flush
 
     # ---------------------------------------------------------- background work
@@ -187,7 +179,7 @@ class TransactionRuntime:
         """One round: every marker due, in waves, then Complete* for the transactions whose
         markers are all written. The seconds after which to try again, or None."""
         coordinator = self.coordinator
-        gone = {tp for tp in coordinator.awaiting_markers() if self.broker.get_log(*tp) is None}
+        gone = {tp for tp in coordinator.awaiting_markers() if self.replicas.get_log(*tp) is None}
         rnd = coordinator.start_marker_round(now_ms(), gone)
         while True:
             wave = rnd.next_wave()
@@ -216,7 +208,7 @@ class TransactionRuntime:
             else:
                 by_partition.setdefault((m.topic, m.partition), []).append(i)
         for (topic, partition), indexes in by_partition.items():
-            answers = self.broker.write_markers(topic, partition, [
+            answers = self.replicas.write_markers(topic, partition, [
                 (markers[i].producer_id, markers[i].producer_epoch, markers[i].commit,
                  self.coordinator_epoch(markers[i].state_partition)) for i in indexes])
             for i, code in zip(indexes, answers):
@@ -226,7 +218,7 @@ class TransactionRuntime:
     def coordinator_epoch(self, state_partition: int) -> int:
         """The leader epoch of the ``__transaction_state`` partition (Kafka's TransactionStateManager
         loads each partition with its leader epoch as the coordinator epoch)."""
-        return max(self.broker.logs.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
+        return max(self.topics.leader_epoch(TRANSACTION_TOPIC, state_partition), 0)
 
     def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
         if self.fault_point == point:

@@ -6,7 +6,7 @@ from .common import fenced_error
 
 async def handle(conn, header, req):
     broker = conn.broker
-    broker.ensure_internal_topic(OFFSETS_TOPIC)
+    broker.topics.ensure_internal(OFFSETS_TOPIC)
     try:
         broker.transactions.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
         code = 0

@@ -25,7 +25,7 @@ def _one(conn, tid, pid, epoch, topics, verify_only, version):
     refused = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in wanted
                if version <= 3 and not conn.authorize(acl.WRITE, acl.TOPIC, tp[0])}
     refused.update({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted
-                    if tp not in refused and broker.get_log(*tp) is None})
+                    if tp not in refused and broker.replicas.get_log(*tp) is None})
     if refused:
         # Kafka validates first and fails the others with OPERATION_NOT_ATTEMPTED
         return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}

@@ -128,13 +128,13 @@ def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, s
 def alter_topic(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
     _check_topic_name(name)
     broker.default_log_config.with_overrides(overrides)  # INVALID_CONFIG before the existence check
-    if name not in broker.logs.topics():
+    if name not in broker.topics.topics():
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    broker.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+    broker.topics.alter_configs(name, overrides, validate_only=validate_only)
 
 
 def topic_overrides(broker, name: str) -> dict[str, str]:
-    info = broker.logs.topics().get(name)
+    info = broker.topics.topics().get(name)
     return dict(info.configs) if info is not None else {}
 
 

@@ -21,7 +21,7 @@ class CloseConnection(Exception):
 def resolve_topic(broker, name, topic_id, by_id: bool):
     """(name, error) for a request that names topics (old versions) or ids (KIP-516 versions)."""
     if by_id:
-        info = broker.topic_by_id(topic_id)
+        info = broker.topics.by_id(topic_id)
         if info is None:
             return None, ErrorCode.UNKNOWN_TOPIC_ID
         return info.name, None

@@ -22,7 +22,7 @@ def _grow(conn, broker, t, validate_only: bool) -> dict:
     try:
         if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic, no message
             return dict(res, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-        info = broker.logs.topics().get(t.name)
+        info = broker.topics.topics().get(t.name)
         if info is None:  # Kafka gives no message
             return dict(res, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if t.count == info.num_partitions:
@@ -42,7 +42,7 @@ def _grow(conn, broker, t, validate_only: bool) -> dict:
             for a in t.assignments:
                 validate_manual_partition_assignment(broker, a.broker_ids)
         if not validate_only:
-            broker.logs.add_partitions(t.name, t.count)
+            broker.topics.add_partitions(t.name, t.count)
     except KafkaError as e:
         res.update(error_code=e.code, error_message=e.message)
     return res

@@ -55,7 +55,7 @@ def _create(broker, t, validate_only: bool, describable: bool) -> dict:
         err = topic_name_error(t.name)
         if err is not None:
             raise KafkaError(err, f"Topic name {t.name!r} is illegal")
-        if t.name in broker.logs.topics():
+        if t.name in broker.topics.topics():
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
         if t.assignments:
             if t.num_partitions != -1:
@@ -88,8 +88,8 @@ def _create(broker, t, validate_only: bool, describable: bool) -> dict:
             raise KafkaError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
         # validate_only runs every check of a creation (a name colliding with an existing one's
         # included) and answers the topic id the topic would have had
-        info = broker.logs.create_topic(t.name, n, configs, validate_only=True) if validate_only \
-            else broker.create_topic(t.name, n, configs)
+        info = broker.topics.create(t.name, n, configs, validate_only=True) if validate_only \
+            else broker.topics.create(t.name, n, configs)
     except KafkaError as e:
         return _failed(t.name, e.code, e.message)
     if not describable:

@@ -19,10 +19,10 @@ INVALID_LOW_WATERMARK = -1
 
 
 def _delete(broker, topic: str, partition: int, offset: int) -> int:
-    lg = broker.get_log(topic, partition)
+    lg = broker.replicas.get_log(topic, partition)
     if lg is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if broker.is_internal(topic):
+    if broker.topics.is_internal(topic):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}")
     if not lg.config.delete_enabled:
         raise KafkaError(ErrorCode.POLICY_VIOLATION,

@@ -38,7 +38,7 @@ async def handle(conn, header, req):
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "Duplicate topic name." if name is not None else "Duplicate topic id.")
             if name is None:
-                info = broker.topic_by_id(topic_id)
+                info = broker.topics.by_id(topic_id)
                 if info is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 name = info.name
@@ -46,14 +46,14 @@ async def handle(conn, header, req):
                     res["name"] = name
             if not conn.authorize(acl.DELETE, acl.TOPIC, name):  # Kafka: before whether it exists
                 raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
-            info = broker.logs.topics().get(name)
+            info = broker.topics.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             res["topic_id"] = info.topic_id
-            broker.logs.delete_topic(name)
+            broker.topics.delete(name)
             # Kafka's group coordinator then tombstones the topic's committed offsets
             broker.group_coordinator.on_topic_deleted(name, now_ms())
-            broker.notify_data()
+            broker.replicas.notify_data()
         except KafkaError as e:
             res.update(error_code=e.code, error_message=e.message)
         out.append(res)

@@ -21,10 +21,10 @@ async def handle(conn, header, req):
         else:
             code, msg = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {req.endpoint_type}"
         return {"error_code": int(code), "error_message": msg,
-                "endpoint_type": BROKER, "cluster_id": broker.logs.cluster_id, "controller_id": -1, "brokers": []}
+                "endpoint_type": BROKER, "cluster_id": broker.topics.cluster_id, "controller_id": -1, "brokers": []}
     return {
         "throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": 1,
-        "cluster_id": broker.logs.cluster_id, "controller_id": broker.node_id,
+        "cluster_id": broker.topics.cluster_id, "controller_id": broker.node_id,
         "brokers": [{"broker_id": broker.node_id, "host": host, "port": port, "rack": None, "is_fenced": False}],
         "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)
                                           if req.include_cluster_authorized_operations else NO_AUTH_OPS),

@@ -142,9 +142,9 @@ async def handle(conn, header, req):
                 name_error = topic_name_error(res.resource_name)
                 if name_error is not None:  # "" too (recorded)
                     raise KafkaError(name_error, f"Topic name {res.resource_name!r} is illegal")
-                if res.resource_name not in broker.logs.topics():
+                if res.resource_name not in broker.topics.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                entries = describe_configs(broker.logs.topic_config(res.resource_name), None,
+                entries = describe_configs(broker.topics.topic_config(res.resource_name), None,
                                            include_synonyms=req.include_synonyms)
                 configs = [{"name": c.name, "value": c.value, "read_only": c.read_only, "is_default": c.is_default,
                             "config_source": int(c.source), "is_sensitive": c.is_sensitive,

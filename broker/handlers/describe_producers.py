@@ -13,7 +13,7 @@ async def handle(conn, header, req):
             try:
                 if not conn.authorize(acl.READ, acl.TOPIC, t.name):  # Kafka: READ on the topic
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                lg = broker.require_log(t.name, p)
+                lg = broker.replicas.require_log(t.name, p)
                 r["active_producers"] = [
                     {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_sequence,
                      "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,

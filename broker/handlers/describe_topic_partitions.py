@@ -32,7 +32,7 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 async def handle(conn, header, req):
     broker = conn.broker
-    topics = broker.logs.topics()
+    topics = broker.topics.topics()
     fetch_all = not req.topics
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
@@ -65,17 +65,17 @@ async def handle(conn, header, req):
         if info is None:
             if not fetch_all:
                 out.append({"error_code": int(topic_name_error(name) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                            "name": name, "topic_id": ZERO_UUID, "is_internal": broker.is_internal(name),
+                            "name": name, "topic_id": ZERO_UUID, "is_internal": broker.topics.is_internal(name),
                             "partitions": [], "topic_authorized_operations": TOPIC_OPERATIONS})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(info.num_partitions, start + remaining)
         parts = [{"error_code": 0, "partition_index": p, "leader_id": node,
-                  "leader_epoch": broker.logs.leader_epoch(name, p),
+                  "leader_epoch": broker.topics.leader_epoch(name, p),
                   "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
                   "last_known_elr": [], "offline_replicas": []}
                  for p in range(start, upper)]
-        out.append({"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": broker.is_internal(name),
+        out.append({"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": broker.topics.is_internal(name),
                     "partitions": parts, "topic_authorized_operations": ops})
         if upper < info.num_partitions:
             next_cursor = {"topic_name": name, "partition_index": upper}

@@ -29,7 +29,7 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 async def handle(conn, header, req):
     broker = conn.broker
-    topics = broker.logs.topics()
+    topics = broker.topics.topics()
     if req.timeout_ms <= 0:
         # the controller's deadline has passed before the election runs: TimeoutException, no
         # message (recorded: cluster_apis/elect/versions_and_types, timeouts 0 and -1)

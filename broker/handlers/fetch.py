@@ -80,7 +80,7 @@ def _fetch_data(broker, req, by_id: bool) -> dict:
 
 
 def _topic_name(broker, topic_id) -> str | None:
-    info = broker.topic_by_id(topic_id)
+    info = broker.topics.by_id(topic_id)
     return info.name if info is not None else None
 
 
@@ -104,7 +104,7 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
     remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, broker.config["fetch.max.bytes"])
     total, now, fenced, readable_count = 0, False, False, 0
     answered, erroneous = [], []
-    get_log = broker.get_log
+    get_log = broker.replicas.get_log
     for key, pd in parts:
         # Kafka answers an unknown topic, topic id or partition before reading (KafkaApis'
         # erroneous partitions, FetchResponse.partitionResponse): offsets -1 and an empty, not
@@ -228,7 +228,7 @@ async def handle(conn, header, req):
         readable = allowed.__getitem__
     omit = ctx.omits_unchanged
     while True:
-        event = broker.data_event
+        event = broker.replicas.data_event
         answered, total, now, fenced = _read_all(broker, parts, req, version, readable, omit)
         if now or total >= req.min_bytes or trio.current_time() >= deadline:
             break

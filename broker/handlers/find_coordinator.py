@@ -42,7 +42,7 @@ def _one(broker, conn, key, key_type, version):
     if code is not None:
         # Kafka 4.1: the message in v0-3's single answer, an empty one in v4+'s list
         return dict(refused, error_code=int(code), error_message="" if batched else AUTH_MESSAGES[code])
-    broker.ensure_coordinator_topic(key_type)
+    broker.topics.ensure_coordinator_topic(key_type)
     return out
 
 

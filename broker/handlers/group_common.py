@@ -32,11 +32,11 @@ def client_host(conn) -> str:
 
 
 def partition_exists(broker, topic: str | None, partition: int) -> bool:
-    return bool(topic) and broker.get_log(topic, partition) is not None
+    return bool(topic) and broker.replicas.get_log(topic, partition) is not None
 
 
 def topic_id_of(broker, name: str):
-    info = broker.logs.topics().get(name)
+    info = broker.topics.topics().get(name)
     return getattr(info, "topic_id", None) if info is not None else None
 
 

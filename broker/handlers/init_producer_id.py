@@ -34,7 +34,7 @@ async def handle(conn, header, req):
         return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0,
                 "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
     try:
-        broker.ensure_internal_topic(TRANSACTION_TOPIC)
+        broker.topics.ensure_internal(TRANSACTION_TOPIC)
         pid, epoch = await broker.transactions.init_producer_id(
             req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
             enable_2pc=bool(req.enable2_pc) if v >= 6 else False,

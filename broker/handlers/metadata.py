@@ -9,10 +9,10 @@ from .common import NO_AUTH_OPS, topic_name_error
 def topic_entry(broker, info, ops=NO_AUTH_OPS):
     parts = [{
         "error_code": 0, "partition_index": p, "leader_id": broker.node_id,
-        "leader_epoch": broker.logs.leader_epoch(info.name, p),
+        "leader_epoch": broker.topics.leader_epoch(info.name, p),
         "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id], "offline_replicas": [],
     } for p in range(info.num_partitions)]
-    return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": broker.is_internal(info.name),
+    return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": broker.topics.is_internal(info.name),
             "partitions": parts, "topic_authorized_operations": ops}
 
 
@@ -33,7 +33,7 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 async def handle(conn, header, req):
     broker = conn.broker
     version = header.api_version
-    topics = broker.logs.topics()
+    topics = broker.topics.topics()
     want_ops = version >= 8 and req.include_topic_authorized_operations
 
     def entry(info):
@@ -63,7 +63,7 @@ async def handle(conn, header, req):
         unknown_ids, known, missing, refused = [], [], [], []
         for topic_id in ids:
             # any topic id: Kafka looks up the ids only and ignores every name in the request
-            info = broker.topic_by_id(topic_id)
+            info = broker.topics.by_id(topic_id)
             if info is None:
                 unknown_ids.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
                                     "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
@@ -81,7 +81,7 @@ async def handle(conn, header, req):
                 known.append(entry(info))
                 continue
             err = topic_name_error(name)
-            if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.is_internal(name):
+            if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.topics.is_internal(name):
                 if not (conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
                         or conn.authorize(acl.CREATE, acl.TOPIC, name)):
                     refused.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))  # may describe, not create
@@ -90,20 +90,20 @@ async def handle(conn, header, req):
                 # before it knows the topic: UNKNOWN_TOPIC_OR_PARTITION this time
                 err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 try:
-                    broker.create_topic(name)
+                    broker.topics.create(name)
                 except KafkaError as e:
                     err = e.code
             elif err is None:
                 err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             # Kafka flags an internal topic's name as internal even when the topic is gone (recorded)
             missing.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": [],
-                            "is_internal": broker.is_internal(name), "topic_authorized_operations": NO_AUTH_OPS})
+                            "is_internal": broker.topics.is_internal(name), "topic_authorized_operations": NO_AUTH_OPS})
         out = unknown_ids + known + missing + refused
     host, port = broker.advertised_address(conn.listener_name)
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}],
-        "cluster_id": broker.logs.cluster_id,
+        "cluster_id": broker.topics.cluster_id,
         "controller_id": broker.node_id,
         "topics": out,
         "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)

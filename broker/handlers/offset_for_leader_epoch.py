@@ -19,7 +19,7 @@ async def handle(conn, header, req):
             try:
                 if not conn.authorize(acl.DESCRIBE, acl.TOPIC, t.topic):  # Kafka: DESCRIBE on the topic
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                lg = broker.require_log(t.topic, p.partition)
+                lg = broker.replicas.require_log(t.topic, p.partition)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 epoch, end = lg.end_offset_for_epoch(p.leader_epoch)
                 r.update(leader_epoch=epoch, end_offset=end)

@@ -8,7 +8,7 @@ connection is closed."""
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.validator import RecordValidationError
-from ..broker import TransactionVerificationError
+from ..replica_manager import TransactionSupportedOperation, TransactionVerificationError
 from ..security.authorizer import TOPIC, TRANSACTIONAL_ID, WRITE
 from .common import CloseConnection, resolve_topic
 
@@ -59,7 +59,7 @@ def _unknown_codec_before_v7(conn, req, by_id: bool) -> KafkaError | None:
             continue
         for p in t["partition_data"]:
             records = p["records"]
-            if not records or broker.get_log(name, p["index"]) is None:
+            if not records or broker.replicas.get_log(name, p["index"]) is None:
                 continue
             try:
                 size = rec.next_batch_size(records)
@@ -120,7 +120,7 @@ def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tupl
         if topic_err is not None:
             continue
         for p in t["partition_data"]:
-            if broker.get_log(name, p["index"]) is None:
+            if broker.replicas.get_log(name, p["index"]) is None:
                 continue
             records = p["records"]
             try:
@@ -182,17 +182,18 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 # Kafka's order: the partition exists, its records pass validateRecords
                 # (handleProduceRequest), then acks and internal topics (ReplicaManager)
-                lg = broker.require_log(name, index)
+                lg = broker.replicas.require_log(name, index)
                 records = _check_single_batch(records, header.api_version)
                 if acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                if broker.is_internal(name):
+                if broker.topics.is_internal(name):
                     # Kafka refuses client writes to internal topics
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
-                res = await broker.append_records(lg, records, transactional_id, header.api_version)
+                res = await broker.replicas.append_records(
+                    lg, records, transactional_id, TransactionSupportedOperation.of_produce(header.api_version))
                 if res.flush_needed:
                     # flush.messages reached by this append: Kafka fsyncs before it answers
-                    await broker.flush_log(lg, res.last_offset + 1)
+                    await broker.replicas.flush_log(lg, res.last_offset + 1)
                 r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
                          log_start_offset=res.log_start_offset)
             except KafkaError as e:

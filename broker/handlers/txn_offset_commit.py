@@ -11,23 +11,22 @@ from minikafka.protocol.errors import ErrorCode
 
 from minikafka.coordinator.group import OffsetValue
 from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
+from ..replica_manager import TransactionSupportedOperation
 from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
-ADDS_PARTITION = 5  # Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation: ADD_PARTITION
-
-
 def _verify(broker, req, version: int) -> ErrorCode | None:
     """Kafka 4.1 verifies the group's __consumer_offsets partition like a produce's
-    (Broker.transaction_verification), or from v5 adds it to the transaction;
-    TRANSACTION_ABORTABLE is INVALID_TXN_STATE before v4."""
+    (ReplicaManager.verify_transaction), with the request's intent: from v5 it adds the
+    partition to the transaction; before v4 TRANSACTION_ABORTABLE is INVALID_TXN_STATE."""
     if not broker.config["transaction.partition.verification.enable"]:
         return None
-    broker.ensure_internal_topic(OFFSETS_TOPIC)
-    lg = broker.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
-    code = broker.transaction_verification(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
-                                           add=version >= ADDS_PARTITION)
-    if code == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+    broker.topics.ensure_internal(OFFSETS_TOPIC)
+    lg = broker.replicas.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
+    operation = TransactionSupportedOperation.of_txn_offset_commit(version)
+    code = broker.replicas.verify_transaction(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
+                                              operation)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and operation == TransactionSupportedOperation.DEFAULT:
         code = ErrorCode.INVALID_TXN_STATE
     return None if code == ErrorCode.NONE else code
 

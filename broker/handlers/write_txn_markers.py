@@ -1,6 +1,6 @@
 """WriteTxnMarkers (27): write COMMIT/ABORT markers to partitions.
 
-The coordinator uses the same path internally (Broker.write_marker); an administrator
+The coordinator uses the same path internally (ReplicaManager.write_marker); an administrator
 sends it too (KIP-664: ``kafka-transactions.sh abort`` / ``Admin.abortTransaction``).
 As in Kafka, the partition checks a marker only as its ``ProducerAppendInfo`` does
 (storage.producer_state): a producer epoch below the partition's is
@@ -28,7 +28,7 @@ async def handle(conn, header, req):
             parts = []
             for p in t.partition_indexes:
                 try:
-                    code = broker.write_marker(t.name, p, m.producer_id, m.producer_epoch,
+                    code = broker.replicas.write_marker(t.name, p, m.producer_id, m.producer_epoch,
                                                m.transaction_result, m.coordinator_epoch)
                 except KafkaError as e:
                     code = int(e.code)

@@ -85,7 +85,7 @@ class LogOffsetsStore(OffsetsStore):
     """`__consumer_offsets` on the storage layer.
 
     get_log(partition) -> UnifiedLog or None (topic not created yet);
-    ensure_topic() creates the topic (the broker's ensure_internal_topic).
+    ensure_topic() creates the topic (the broker's TopicManager.ensure_internal).
     """
 
     def __init__(self, num_partitions: int, get_log: Callable[[int], object], ensure_topic: Callable[[], object]):

@@ -31,7 +31,7 @@ def reference_read_all(b, parts, req, version):
     remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, b.config["fetch.max.bytes"])
     total, answered, erroneous = 0, [], []
     for key, pd in parts:
-        lg = b.get_log(pd.topic, pd.partition)
+        lg = b.replicas.get_log(pd.topic, pd.partition)
         if lg is None:
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])))
             continue
@@ -93,8 +93,8 @@ def marker(pid: int, commit: bool) -> bytes:
 def fbroker(tmp_path):
     b = Broker(BrokerConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0"]))
     b.load()
-    b.create_topic("t", 4)
-    logs = [b.get_log("t", p) for p in range(4)]
+    b.topics.create("t", 4)
+    logs = [b.replicas.get_log("t", p) for p in range(4)]
     for _ in range(3):                                   # p0: plain batches
         logs[0].append(batch(4))
     logs[1].append(batch(3))                             # p1: two aborted transactions around plain data
@@ -121,7 +121,7 @@ def request(isolation: int, max_bytes: int) -> Msg:
 def parts_at(b, offsets, leader_epoch=-1, last_fetched_epoch=-1, by_id=True) -> list:
     out = []
     for p, off in enumerate(offsets):
-        topic_id = b.get_log("t", 0).topic_id if by_id else ZERO_UUID
+        topic_id = b.replicas.get_log("t", 0).topic_id if by_id else ZERO_UUID
         out.append((partition_key("t", topic_id, p),
                     PartitionData("t", topic_id, p, off, -1, 1 << 20, leader_epoch, last_fetched_epoch)))
     return out
@@ -131,9 +131,9 @@ def test_partitions_with_nothing_to_read_answer_as_the_read_does(fbroker):
     b = fbroker
     """Every mix of offsets (start, middle, the LSO, the high watermark, past the end, below
     the log start), budgets (spent by the first batch, some, plenty) and isolation levels."""
-    ends = [b.get_log("t", p).log_end_offset for p in range(4)]
-    assert b.get_log("t", 2).last_stable_offset < ends[2]    # (the open transaction)
-    choices = [sorted({0, 1, 2, b.get_log("t", p).last_stable_offset, ends[p], ends[p] + 3})
+    ends = [b.replicas.get_log("t", p).log_end_offset for p in range(4)]
+    assert b.replicas.get_log("t", 2).last_stable_offset < ends[2]    # (the open transaction)
+    choices = [sorted({0, 1, 2, b.replicas.get_log("t", p).last_stable_offset, ends[p], ends[p] + 3})
                for p in range(4)]
     seen_budgetless = seen_out_of_range = 0
     for offsets in itertools.product(*choices):
@@ -150,7 +150,7 @@ def test_partitions_with_nothing_to_read_answer_as_the_read_does(fbroker):
 @pytest.mark.parametrize("leader_epoch, last_fetched_epoch", [(-1, -1), (0, -1), (5, -1), (0, 0), (-1, 3)])
 def test_leader_epochs_and_divergence_are_checked_as_the_read_does(fbroker, leader_epoch, last_fetched_epoch):
     b = fbroker
-    b.get_log("t", 3).become_leader(2)             # p3 moves on: epoch 0 is fenced there
+    b.replicas.get_log("t", 3).become_leader(2)             # p3 moves on: epoch 0 is fenced there
     for offsets in ((0, 0, 0, 3), (12, 12, 7, 6), (99, 0, 0, 0)):
         for isolation, max_bytes in itertools.product((0, 1), (1, 1 << 20)):
             req = request(isolation, max_bytes)
@@ -164,9 +164,10 @@ def test_unknown_topic_id_and_partition_keep_their_place():
     class NoLogs:
         config = {"fetch.max.bytes": 1 << 20}
 
-        @staticmethod
-        def get_log(topic, partition):
-            return None
+        class replicas:
+            @staticmethod
+            def get_log(topic, partition):
+                return None
     pd = PartitionData(None, uuid.uuid4(), 0, 0, -1, 100, -1, -1)
     answered, total, now, _ = _read_all(NoLogs, [("k", pd)], request(0, 100), 16)
     assert [r["error_code"] for _, _, r in answered] == [ErrorCode.UNKNOWN_TOPIC_ID] and now and total == 0
@@ -196,7 +197,7 @@ def run_sessions(b, steps) -> list:
 
 def test_an_incremental_session_answers_the_same_without_building_quiet_partitions(fbroker):
     b = fbroker
-    logs = [b.get_log("t", p) for p in range(4)]
+    logs = [b.replicas.get_log("t", p) for p in range(4)]
     nothing = lambda: None  # noqa: E731
     with_omit, without = run_sessions(b, [
         ((0, 0, 0, 3), 0, 300, nothing),                     # full: all answered

@@ -25,12 +25,17 @@ class FakeLog:
         return type("Appended", (), {"flush_needed": True})()
 
 
-class FakeBroker:
+class FakeReplicas:
+    """The ReplicaManager's part the runtime uses for `__transaction_state`."""
+
     def __init__(self):
         self.logs_by_partition: dict[int, FakeLog] = {}
 
     def get_log(self, topic: str, partition: int) -> FakeLog:
         return self.logs_by_partition.setdefault(partition, FakeLog())
+
+    def append_internal(self, topic: str, partition: int, batches: bytes):
+        return self.get_log(topic, partition).append(batches, origin="coordinator")
 
     def log_dir_failed(self, error) -> None:
         raise AssertionError(f"log dir failed: {error}")
@@ -59,7 +64,7 @@ class RecordingFsync:
 
 def test_a_commit_point_is_durable_before_it_takes_effect():
     coordinator = TransactionCoordinator(Ids(), transaction_version=1)
-    runtime = TransactionRuntime(coordinator, FakeBroker())
+    runtime = TransactionRuntime(coordinator, FakeReplicas(), topics=None)
     fsync = runtime.fsync = RecordingFsync(coordinator, "t")
 
     async def main():
@@ -69,7 +74,7 @@ def test_a_commit_point_is_durable_before_it_takes_effect():
         await runtime.end_txn("t", pid, epoch, True, False)
 
     trio.run(main)
-    state_log = runtime.broker.get_log("__transaction_state", coordinator.state_partition("t"))
+    state_log = runtime.replicas.get_log("__transaction_state", coordinator.state_partition("t"))
     # fsynced up to the Prepare record while the transaction was still Ongoing, then decided
     assert fsync.seen == [(TxnState.ONGOING, state_log.log_end_offset)]
     assert coordinator.txns["t"].state == TxnState.PREPARE_COMMIT
