@@ -206,3 +206,15 @@ def test_no_import_is_deferred_to_dodge_a_cycle():
 
 def test_every_layer_is_a_packaged_folder():
     assert set(LAYERS) <= set(FOLDERS), FOLDERS
+
+
+def test_test_modules_have_unique_names():
+    """pytest imports a test folder without __init__.py by the file's basename (rootdir
+    mode): two such files of one name fail collection on a clean checkout ("import file
+    mismatch"), while a warm __pycache__ can hide it locally."""
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue
+        assert path.name not in seen, f"{path.relative_to(ROOT)} and {seen[path.name].relative_to(ROOT)}: rename one"
+        seen[path.name] = path
