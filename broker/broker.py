@@ -20,6 +20,7 @@ from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from .config import ConfigError
 from .connection_quotas import ConnectionQuotas
+from .log_dirs import LogDirMover
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
@@ -71,9 +72,10 @@ class Broker:
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config, config.listeners)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
-        self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
+        self.logs = LogManager(config["log.dirs"], self.default_log_config, node_id=self.node_id)
         self.topics = TopicManager(self.logs, config)
         self.replicas = ReplicaManager(self.logs, self.topics, config)
+        self.log_dir_mover = LogDirMover(self)  # partition moves between log dirs (AlterReplicaLogDirs)
         self.advertised: dict[str, tuple[str, int]] = {}
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listener.Listener, once bound
@@ -166,6 +168,7 @@ class Broker:
         tasks = [
             Service("transaction-marker-writer", self.transactions.write_markers_forever),
             Service("log-flusher", self.replicas.flusher),
+            Service("log-dir-mover", self.log_dir_mover.run),   # AlterReplicaLogDirs' moves
             Periodic("group-coordinator-timers", GROUP_TIMERS_PERIOD_MS, self._tick_groups, first_delay_ms=0),
             Periodic("transaction.abort.timed.out.transaction.cleanup.interval.ms",
                      cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],

@@ -143,7 +143,7 @@ DEFS: dict[str, tuple] = {
     "advertised.listeners": (_list, None, None, "Addresses given to clients in Metadata (defaults to listeners)"),
     "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"], None,
                                        "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
-    "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one is used"),
+    "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one also holds the broker's metadata"),
     "num.partitions": (_int, 1, _at_least(1), "Partitions of auto-created topics"),
     "default.replication.factor": (_int, 1, _one_of(1), "Single node: only 1"),
     "auto.create.topics.enable": (_bool, True, None, "Create unknown topics on Metadata requests"),

@@ -173,6 +173,11 @@ class ReplicaManager:
 
     def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation,
                         analysis):
+        if lg.closed:
+            # replaced since the request looked it up (moved to another log dir): the partition's log now
+            now = self.get_log(lg.topic, lg.partition)
+            if now is not None and now.topic_id == lg.topic_id:
+                lg = now
         if self.config["transaction.partition.verification.enable"] and len(records) >= rec.HEADER_SIZE:
             h = rec.parse_header(records, 0)
             if h.is_transactional and h.producer_id >= 0:

@@ -879,6 +879,8 @@ class LogCleaner:
                 continue
             if (lg.topic, lg.partition, lg.topic_id) in self.uncleanable:
                 continue
+            if self.log_manager.future_log(lg.topic, lg.partition) is not None:
+                continue  # moving to another log dir: not cleaned meanwhile (Kafka pauses its cleaning)
             ltc = self.log_to_clean(lg, now_ms)
             if not ((ltc.need_compaction_now and ltc.cleanable_bytes > 0)
                     or ltc.cleanable_ratio > lg.config.min_cleanable_dirty_ratio):

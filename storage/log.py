@@ -178,6 +178,12 @@ class UnifiedLog:
         return self.segments[-1]
 
     @property
+    def closed(self) -> bool:
+        """Closed: the broker shut down, the partition was deleted, or its replica was replaced
+        by one in another log dir."""
+        return self._closed
+
+    @property
     def log_end_offset(self) -> int:
         return self.next_offset
 
@@ -195,6 +201,10 @@ class UnifiedLog:
         if fuo is not None and fuo < self.high_watermark:
             return fuo
         return self.high_watermark
+
+    def batch_base_at(self, offset: int) -> int:
+        """Base offset of the first batch whose last offset >= ``offset`` (the log end offset if none)."""
+        return self._batch_base_at(offset)
 
     def _batch_base_at(self, offset: int) -> int:
         """Kafka's ``convertToOffsetMetadataOrThrow(offset).messageOffset``: base offset of the
@@ -544,6 +554,74 @@ class UnifiedLog:
             self.on_append()
         return AppendResult(first_offset, offset - 1, now_ms if log_append else -1, self.log_start_offset,
                             num_records, flush_needed)
+
+    def append_as_follower(self, records, now_ms: int | None = None) -> int:
+        """Append batches that already have their offsets and leader epochs, as they are in the
+        log they are copied from (Kafka's ``appendAsFollower``, for a future replica: a partition
+        moving to another log dir). The whole batches of ``records`` are appended (a trailing cut
+        one is left for the next copy), each CRC-checked, at or after the log end offset (gaps, as
+        compaction leaves, are kept); producer state, the aborted transactions' index and the
+        leader epoch cache follow them as recovery rebuilds them. Returns the bytes appended.
+        Called from a worker thread: nothing else touches a future replica meanwhile."""
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        whole = list(rec.iter_batch_headers(records))
+        if not whole:
+            return 0
+        end = whole[-1][0] + whole[-1][1].size
+        batches = rec.validate_batches(records, 0, end)   # CRC and sizes of every batch
+        if batches[0][1].base_offset < self.next_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Out of order offsets in the copy to {self.name}: {batches[0][1].base_offset} is below "
+                             f"the log end offset {self.next_offset}")
+        view = memoryview(records)
+        cache = self.leader_epoch_cache
+        group: list[tuple[int, rec.BatchHeader]] = []
+
+        def write(group) -> None:
+            first = group[0][0]
+            size = group[-1][0] + group[-1][1].size - first
+            meta = [(pos - first, h.size, h.base_offset + h.last_offset_delta, h.max_timestamp) for pos, h in group]
+            seg = self.active_segment
+            seg.append([view[first:first + size]], size, meta)
+            for pos, h in group:
+                if h.producer_id >= 0:
+                    marker = parse_marker(records, pos) if h.attributes & rec.CONTROL_FLAG else None
+                    self.producer_state.replay_batch(h, marker, seg.txn_index)
+            self.next_offset = meta[-1][2] + 1
+            self.high_watermark = self.next_offset
+
+        for pos, h in batches:
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and (cache.latest_epoch is None or epoch > cache.latest_epoch):
+                if group:
+                    write(group)
+                    group = []
+                cache.assign(epoch, h.base_offset)
+                self.leader_epoch = epoch
+            seg = self.active_segment
+            pending = (group[-1][0] + group[-1][1].size - group[0][0]) if group else 0
+            last = h.base_offset + h.last_offset_delta
+            if self._should_roll(seg, pending + h.size, h.max_timestamp, last, now_ms) and (group or seg.size):
+                if group:
+                    write(group)
+                    group = []
+                if self.active_segment.size and self._should_roll(self.active_segment, h.size, h.max_timestamp,
+                                                                  last, now_ms):
+                    # the new segment starts at this batch's base offset (past any gap)
+                    self.next_offset = h.base_offset
+                    self.roll(now_ms)
+            group.append((pos, h))
+        if group:
+            write(group)
+        return end
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start empty at ``offset`` (a copy whose source's log start
+        offset passed its end: Kafka's ``truncateFullyAndStartAt``)."""
+        self._truncate_fully_and_start_at(offset)
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, max_offset: int, now_ms: int) -> bool:
         """Kafka's ``LogSegment.shouldRoll``."""
@@ -916,6 +994,8 @@ class UnifiedLog:
         (recovery rebuilds them from the data), which is what a latency-sensitive commit
         point needs."""
         with self._flush_lock:
+            if self._closed:
+                return  # replaced (moved to another log dir) or deleted: nothing left to make durable
             end = self.next_offset if upto is None else min(upto, self.next_offset)
             if end <= self.recovery_point:
                 return
@@ -948,6 +1028,15 @@ class UnifiedLog:
         self.producer_state.close()
         for seg in self.segments:
             seg.close()
+        self._closed = True
+
+    def close_handlers(self) -> None:
+        """Close without writing anything more (Kafka's ``closeHandlers``): for a replica whose
+        dir was renamed for deletion (an abandoned copy), whose files are named otherwise now."""
+        if self._closed:
+            return
+        for seg in self.segments:
+            seg.close_handlers()
         self._closed = True
 
     def delete(self) -> None:

@@ -644,6 +644,14 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
 
+    def close_handlers(self) -> None:
+        """Let go of the files without writing anything more to them (their dir was renamed
+        for deletion: its files are named otherwise now)."""
+        self._close_fd()
+        for idx in (self.__dict__.get("offset_index"), self.__dict__.get("time_index")):
+            if idx is not None:
+                idx._close_fd()
+
     def delete(self) -> None:
         """Delete all files of this segment."""
         self._close_fd()

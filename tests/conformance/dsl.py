@@ -152,6 +152,18 @@ SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secr
 SSL_PRINCIPAL_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
 
 
+# Two log dirs, inside the broker's data dir ({data}: each target's own), for scenarios that move
+# partitions between dirs (AlterReplicaLogDirs). Paths normalize to "<log dir dir-a>" etc.
+TWO_LOG_DIRS = {"log.dirs": "{data}/dir-a,{data}/dir-b"}
+
+
+def log_dirs_setting(broker: dict, data_dir) -> str | None:
+    """``log.dirs`` of a scenario's broker settings with ``{data}`` made the target's data dir
+    (None: the scenario keeps the target's default, one dir)."""
+    value = broker.get("log.dirs")
+    return None if value is None else value.replace("{data}", str(data_dir))
+
+
 def sasl_listener_settings(port: int) -> dict:
     """What a secured scenario's broker adds for its SASL_PLAINTEXT listener on ``port``
     (``listeners`` and the protocol map are completed by each target)."""

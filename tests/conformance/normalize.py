@@ -147,8 +147,8 @@ class Normalizer:
                 return self.session(obj)
             if key in TIMESTAMP_EXACT or key.endswith("_timestamp") or key.endswith("timestamp_ms"):
                 return obj if not isinstance(obj, int) or obj < 0 else "<ts>"
-            if key == "log_dir":   # a path on the broker's machine
-                return "<log dir>"
+            if key == "log_dir" or key == "path":   # a log dir (DescribeLogDirs, AlterReplicaLogDirs)
+                return log_dir_name(obj)
             if key in ("total_bytes", "usable_bytes"):   # the volume's size and free space
                 return obj if not isinstance(obj, int) or obj < 0 else "<bytes>"
             if key == "cluster_id":
@@ -292,6 +292,17 @@ def _copy(obj):
     return obj
 
 
+def log_dir_name(path):
+    """A log dir's path on the broker's machine: ``<log dir>``, with its last component where it
+    is not the broker's data dir itself (``<log dir dir-a>`` for dsl.TWO_LOG_DIRS). A path that
+    is no directory here (a scenario's made-up one) stays as it is."""
+    import os
+    if not isinstance(path, str) or not path or not os.path.isdir(path):
+        return path
+    base = os.path.basename(path.rstrip("/"))
+    return "<log dir>" if base == "data" else f"<log dir {base}>"
+
+
 def _text(b):
     if b is None:
         return None
@@ -323,6 +334,10 @@ def own_entries(api: str, response, own_names, request: dict | None = None) -> N
     elif api == "ElectLeaders" and response.get("replica_election_results"):
         response["replica_election_results"] = [r for r in response.replica_election_results
                                                 if not _foreign(r.topic, own_names)]
+    elif api == "ListConfigResources":
+        # topics and groups of other scenarios (the internal topics and the broker stay)
+        response["config_resources"] = [r for r in response.config_resources
+                                         if not _foreign(r.resource_name, own_names)]
     elif api == "DescribeLogDirs":
         # every partition of the dir (topics null): only this scenario's (the internal topics'
         # sizes follow from what other scenarios did)
@@ -407,6 +422,30 @@ def canonical(api: str, response):
             for t in d.get("topics") or []:
                 t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
             d["topics"] = sorted(d.get("topics") or [], key=lambda t: t["name"])
+    elif api == "ListConfigResources":
+        # Kafka lists each type's resources from sets and maps (topic names in hash order)
+        response["config_resources"] = sorted(response.get("config_resources") or [],
+                                              key=lambda r: (r.get("resource_type", 0), r["resource_name"]))
+    elif api == "DescribeQuorum":
+        # the metadata log's offsets: Kafka's count its records (which differ run to run), minikafka's
+        # its metadata changes; compared as given (>= 0) or not
+        for t in response.get("topics") or []:
+            for p in t.get("partitions") or []:
+                for v in [p] + list(p.get("current_voters") or []) + list(p.get("observers") or []):
+                    for k in ("high_watermark", "log_end_offset"):
+                        if isinstance(v.get(k), int) and v[k] > 0:
+                            v[k] = "<offset>"
+    elif api == "AlterReplicaLogDirs":
+        # ReplicaManager.alterReplicaLogDirs answers a map of partitions, grouped by topic in another
+        for t in response.get("results") or []:
+            t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+        response["results"] = sorted(response.get("results") or [], key=lambda t: t["topic_name"])
+    elif api in ("AlterPartitionReassignments", "ListPartitionReassignments"):
+        # the controller's answers come from hash maps of topics and partitions
+        key = "responses" if api == "AlterPartitionReassignments" else "topics"
+        for t in response.get(key) or []:
+            t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+        response[key] = sorted(response.get(key) or [], key=lambda t: t["name"])
     elif api == "ElectLeaders":
         # results from the controller's hash maps of topic partitions
         for t in response.get("replica_election_results") or []:

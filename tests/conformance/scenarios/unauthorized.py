@@ -307,3 +307,22 @@ SCENARIOS = [
         describe(ops=False),
     ]),
 ]
+
+# issue 36 (apis-admin): partition reassignments, DescribeQuorum, log-dir moves, config resources
+SCENARIOS += [
+    Scenario("unauth/admin_apis/reassignments_quorum_log_dirs_config_resources",
+             "Bob without ACLs: AlterPartitionReassignments and AlterReplicaLogDirs (ALTER on the cluster), "
+             "ListPartitionReassignments and DescribeQuorum (DESCRIBE on the cluster), ListConfigResources "
+             "(DESCRIBE_CONFIGS on the cluster): each refused with CLUSTER_AUTHORIZATION_FAILED.",
+             broker=SECURED_STRICT, steps=[
+        call(45, 1, {"timeout_ms": 30000, "allow_replication_factor_change": True, "topics": [
+            {"name": "{t}", "partitions": [{"partition_index": 0, "replicas": [1]}]}]}, conn=BOB),
+        call(46, 0, {"timeout_ms": 30000, "topics": [{"name": "{t}", "partition_indexes": [0]}]}, conn=BOB),
+        call(55, 2, {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+             conn=BOB),
+        call(34, 2, {"dirs": [{"path": "/no/such/log-dir", "topics": [{"name": "{t}", "partitions": [0]}]}]},
+             conn=BOB),
+        call(74, 1, {"resource_types": []}, conn=BOB),
+        call(74, 0, {}, conn=BOB),
+    ]),
+]
