@@ -12,7 +12,7 @@ from collections import defaultdict
 import trio
 
 from minikafka.storage.config import LogConfig
-from minikafka.storage.dynamic_config import DynamicConfigStore
+from minikafka.storage.dynamic_config import ClientQuotaStore, DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
 from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
@@ -80,6 +80,11 @@ class Broker:
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listener.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
+        # broker.quotas.QuotaManagers, made when the first client quota is stored (none: nothing
+        # is counted, as Kafka's quota managers record nothing until a quota exists)
+        self.quotas = None
+        # security.delegation_tokens.DelegationTokenManager, with delegation.token.secret.key set
+        self.tokens = None
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.transactions = None  # TransactionRuntime: runs the transaction coordinator's results
@@ -110,6 +115,12 @@ class Broker:
                          self.features.describe_levels())
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         self.scram_credentials = ScramCredentialStore(self.config.log_dir)
+        self.client_quotas = ClientQuotaStore(self.config.log_dir)
+        if self.config["delegation.token.secret.key"]:
+            from .security.delegation_tokens import DelegationTokenManager
+            self.tokens = DelegationTokenManager(self.config, self.config.log_dir, now_ms)
+        if self.client_quotas.entities:
+            self._quota_managers()
         if self.config["authorizer.class.name"]:
             self.acl_store = AclStore(self.config.log_dir)
             self.authorizer = Authorizer((AclBinding(*row) for row in self.acl_store.rows),
@@ -183,7 +194,12 @@ class Broker:
                      self.replicas.flush_dirty_logs, delay),
             Periodic("log.flush.offset.checkpoint.interval.ms", cfg["log.flush.offset.checkpoint.interval.ms"],
                      self._checkpoint, delay),
+            # client quota rates unused for an hour are dropped (Kafka's sensor expiry)
+            Periodic("client-quota-sensor-expiry", 60000, self._expire_quota_sensors),
         ]
+        if self.tokens is not None:
+            tasks.append(Periodic("delegation.token.expiry.check.interval.ms",
+                                  cfg["delegation.token.expiry.check.interval.ms"], self._expire_tokens))
         if cfg["log.cleaner.enable"]:
             tasks.append(Periodic("log.cleaner.backoff.ms", max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs))
         return tasks
@@ -241,6 +257,34 @@ class Broker:
         rows = [b for b in self.authorizer.bindings if b not in bindings]
         self.acl_store.save([b.to_json() for b in rows])
         self.authorizer.bindings = rows
+
+    # ------------------------------------------------------------ client quotas
+    def _quota_managers(self):
+        if self.quotas is None:
+            from .quotas import QuotaManagers
+            self.quotas = QuotaManagers(self.config["quota.window.num"], self.config["quota.window.size.seconds"])
+            for key, values in self.client_quotas.entities.items():
+                self.quotas.apply(dict(key), {}, values)
+        return self.quotas
+
+    async def _expire_tokens(self) -> None:
+        self.tokens.expire_tokens()
+
+    async def _expire_quota_sensors(self) -> None:
+        if self.quotas is not None:
+            from .quotas import quota_now_ms
+            self.quotas.expire(quota_now_ms())
+
+    def alter_client_quotas(self, changed: dict, addresses: dict) -> None:
+        """Store the changed entities' quotas (entity key -> quotas), then apply them.
+        ``addresses``: what each ip entity's name resolved to."""
+        managers = self._quota_managers()
+        entities = dict(self.client_quotas.entities)
+        old = {key: entities.get(key, {}) for key in changed}
+        entities.update(changed)
+        self.client_quotas.save(entities)
+        for key, values in changed.items():
+            managers.apply(dict(key), old[key], values, addresses.get)
 
     def advertised_address(self, listener_name: str) -> tuple[str, int]:
         return self.advertised.get(listener_name) or next(iter(self.advertised.values()))

@@ -85,6 +85,10 @@ class Batch:
     corrupt: Callable[[bytes], bytes] | None = None
 
 
+# an ``until`` value: the path is there, whatever its value
+PRESENT = "<present>"
+
+
 @dataclass
 class Call:
     api: ApiKey
@@ -147,6 +151,15 @@ SECURED_OPEN = dict(SECURED, **{"super.users": "User:admin", "allow.everyone.if.
 # "main" connection (setup, topics, ACLs) is then User:admin over SASL_PLAINTEXT, so the plain
 # listener's and an SSL client's User:ANONYMOUS needs ACLs like alice does (runner.open_main).
 SECURED_STRICT = dict(SECURED, **{"super.users": "User:admin"})
+# Delegation token scenarios (scenarios/delegation_tokens.py): SECURED with a token secret and the
+# SCRAM mechanisms a token logs in with on the SASL_PLAINTEXT listener (conn="token:NAME" speaks
+# as the owner of the token whose CreateDelegationToken answer was saved as NAME)
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+TOKENS_NO_SECRET = dict(SECURED, **{
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": _SCRAM_MODULE,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _SCRAM_MODULE})
+TOKENS = dict(TOKENS_NO_SECRET, **{"delegation.token.secret.key": "conformance-token-secret"})
 SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "admin": "admin-secret"}
 # SSL client certificates: CN=alice is User:alice (the rule), anything else its whole DN
 SSL_PRINCIPAL_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"

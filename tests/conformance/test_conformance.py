@@ -58,9 +58,10 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
         if reason:
             pytest.skip(f"the SSL listener of secured scenarios: {reason}")
         port, sasl_port, ssl_port = free_port(), free_port(), free_port()
-        overrides.update(**sasl_listener_settings(sasl_port), **ssl_listener_settings(),
-                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
-                                   f"SSL://127.0.0.1:{ssl_port}")
+        # the scenario's own settings win (a SASL mechanism list), as on the Kafka side
+        overrides = {**sasl_listener_settings(sasl_port), **ssl_listener_settings(), **overrides,
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                                  f"SSL://127.0.0.1:{ssl_port}"}
     if named_listener(scenario.broker):  # dsl.NAMED_LISTENERS: CLIENT beside PLAINTEXT, advertised as NAMED_HOST
         port, named_port = free_port(), free_port()
         overrides.update(listeners=f"PLAINTEXT://127.0.0.1:{port},{NAMED_LISTENER}://127.0.0.1:{named_port}",
