@@ -822,20 +822,35 @@ class UnifiedLog:
     def fetch_offset_by_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms`` (at or
         after the log start offset), or None (ListOffsets then answers the LEO)."""
+        return run_steps(self.offset_by_timestamp_steps(ts_ms))
+
+    def offset_by_timestamp_steps(self, ts_ms: int):
+        """:meth:`fetch_offset_by_timestamp` as a generator of record-walk steps (a stored batch
+        may inflate to a gigabyte: the broker runs it in slices of its event loop). A segment
+        deleted while it was read held records below the new log start offset: skipped."""
         start = self.log_start_offset
-        for seg in self.segments:
+        for seg in list(self.segments):
             if seg.max_timestamp_so_far >= ts_ms:
                 if seg is not self.active_segment and self._segment_end(seg) <= start:
                     continue
-                r = seg.find_offset_by_timestamp(ts_ms, start)
+                try:
+                    r = yield from seg.find_offset_by_timestamp(ts_ms, start)
+                except OSError:
+                    if seg in self.segments:
+                        raise
+                    continue
                 if r is not None:
                     return r
         return None
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record with the largest timestamp (ListOffsets -3)."""
+        return run_steps(self.max_timestamp_steps())
+
+    def max_timestamp_steps(self):
+        """:meth:`max_timestamp_and_offset` as a generator of record-walk steps."""
         # the first segment with the largest max timestamp (Kafka's Stream.max keeps the first of equals)
-        return max(self.segments, key=_max_timestamp).find_max_timestamp_offset()
+        return (yield from max(self.segments, key=_max_timestamp).find_max_timestamp_offset())
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)

@@ -348,8 +348,10 @@ class LogSegment:
         return SegmentRead(records, first.position, limit < first_size)
 
     # ------------------------------------------------------------------ timestamps
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
-        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``: ``(offset, ts)``.
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int):
+        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``: ``(offset, ts)``,
+        or None. A generator of record-walk steps (a stored batch may inflate to a gigabyte: a
+        caller on an event loop runs it in slices, others with ``record_walk.run``).
 
         Kafka's ``LogSegment.findOffsetByTimestamp``: the time index gives a
         lower bound, the offset index a position, then batches are scanned by
@@ -361,29 +363,32 @@ class LogSegment:
             h = bp.header
             if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
                 data = self.pread(h.batch_length + 12, bp.position)
-                found = _first_record(data, h, lambda offset, ts: ts >= timestamp and offset >= starting_offset)
+                found = yield from _first_record(data, h,
+                                                 lambda offset, ts: ts >= timestamp and offset >= starting_offset)
                 if found is not None:
                     return found
         return None
 
-    def find_max_timestamp_offset(self) -> tuple[int, int] | None:
-        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp. With
-        no timestamp at all (-1), Kafka still looks for a batch stamped -1 (records without a
-        timestamp): the first one from the segment's start."""
+    def find_max_timestamp_offset(self):
+        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp, or
+        None (a generator of record-walk steps). With no timestamp at all (-1), Kafka still looks
+        for a batch stamped -1 (records without a timestamp): the first one from the segment's start."""
         if self.max_timestamp_so_far < 0:
             for bp in self.iter_batches():
                 if bp.header.max_timestamp == self.max_timestamp_so_far:
-                    return self.find_first_record_with_timestamp(bp.header.max_timestamp, bp.header.base_offset)
+                    return (yield from self.find_first_record_with_timestamp(bp.header.max_timestamp,
+                                                                             bp.header.base_offset))
             return None
-        return self.find_first_record_with_timestamp(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        return (yield from self.find_first_record_with_timestamp(self.max_timestamp_so_far,
+                                                                 self.offset_of_max_timestamp_so_far))
 
-    def find_first_record_with_timestamp(self, timestamp: int, batch_offset: int) -> tuple[int, int] | None:
+    def find_first_record_with_timestamp(self, timestamp: int, batch_offset: int):
         bp = self.translate_offset(batch_offset)
         if bp is None:
             return None
         h = bp.header
         data = self.pread(h.batch_length + 12, bp.position)
-        found = _first_record(data, h, lambda _offset, ts: ts == timestamp)
+        found = yield from _first_record(data, h, lambda _offset, ts: ts == timestamp)
         if found is not None:
             return found[1], found[0]
         # e.g. LogAppendTime or no record decodes to it: fall back to the batch's last offset
@@ -674,9 +679,10 @@ class _Found(Exception):
     pass
 
 
-def _first_record(data, h: rec.BatchHeader, wanted) -> tuple[int, int] | None:
+def _first_record(data, h: rec.BatchHeader, wanted):
     """``(offset, timestamp)`` of the batch's first record for which ``wanted(offset, timestamp)``
-    holds, read with the record walk (bounded memory whatever the batch inflates to)."""
+    holds, or None: read with the record walk (bounded memory whatever the batch inflates to),
+    a generator of its steps."""
     log_append = h.attributes & rec.TIMESTAMP_TYPE_MASK
 
     def visit(_i, td, od, _kl, _vl, _key):
@@ -685,8 +691,8 @@ def _first_record(data, h: rec.BatchHeader, wanted) -> tuple[int, int] | None:
             raise _Found(h.base_offset + od, ts)
 
     try:
-        record_walk.run(record_walk.walk_records(data, 0, h.size, h.records_count, h.compression, visit=visit,
-                                                 block_limit=STORED_BLOCK_LIMIT))
+        yield from record_walk.walk_records(data, 0, h.size, h.records_count, h.compression, visit=visit,
+                                            block_limit=STORED_BLOCK_LIMIT)
     except _Found as found:
         return found.args
     return None

@@ -20,12 +20,13 @@ def varint(n: int) -> bytes:
 
 
 def batch(section: bytes, count: int, codec: int = 0, *, timestamp: int | None = None,
-          log_append_time: bool = False) -> bytes:
+          log_append_time: bool = False, max_timestamp: int | None = None) -> bytes:
     """A v2 batch (CRC right) around an encoded, already compressed records section that claims
     ``count`` records."""
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     b = bytearray(rec.frame_batch(section, compression=codec, last_offset_delta=count - 1, base_timestamp=ts,
-                                  max_timestamp=ts, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                  max_timestamp=ts if max_timestamp is None else max_timestamp,
+                                  producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                   is_transactional=False, records_count=count))
     if log_append_time:
         struct.pack_into(">h", b, rec.ATTRIBUTES_OFFSET, codec | rec.TIMESTAMP_TYPE_MASK)
@@ -77,10 +78,10 @@ def compress_stream(codec: int, pieces) -> bytes:
 
 def inflating_batch(codec: int, size: int, *, records: int = 1, key: bytes | list | None = None,
                     keyless_last: bool = False, log_append_time: bool = False,
-                    timestamp: int | None = None) -> bytes:
+                    timestamp: int | None = None, rising: bool = False) -> bytes:
     """A batch whose ``records`` records' values are ``size`` zero bytes in all, keyed ``key``
     (or ``key[i]``): gzip of 1 GiB is about 1 MB, lz4 4 MB, zstd 40 KB, snappy (32 KB blocks)
-    48 MB."""
+    48 MB. With ``rising``, record i is stamped ``timestamp + i`` (its timestamp delta i)."""
     each = size // records
     keys = list(key) if isinstance(key, list) else [key] * records
     if keyless_last:
@@ -90,7 +91,8 @@ def inflating_batch(codec: int, size: int, *, records: int = 1, key: bytes | lis
         for i in range(records):
             n = each if i < records - 1 else size - each * (records - 1)
             k = keys[i]
-            head = b"\x00\x00" + varint(i) + (varint(-1) if k is None else varint(len(k)) + k) + varint(n)
+            head = b"\x00" + varint(i if rising else 0) + varint(i) + (
+                varint(-1) if k is None else varint(len(k)) + k) + varint(n)
             yield varint(len(head) + n + 1) + head
             while n:
                 take = min(n, len(_ZEROS))
@@ -98,8 +100,9 @@ def inflating_batch(codec: int, size: int, *, records: int = 1, key: bytes | lis
                 n -= take
             yield b"\x00"
 
-    return batch(compress_stream(codec, pieces()), records, codec, timestamp=timestamp,
-                 log_append_time=log_append_time)
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    return batch(compress_stream(codec, pieces()), records, codec, timestamp=ts, log_append_time=log_append_time,
+                 max_timestamp=ts + records - 1 if rising else ts)
 
 
 def tiny_records_batch(codec: int, count: int, *, keys: bool = False) -> bytes:

@@ -144,6 +144,31 @@ def test_the_cleaner_rewrites_a_bomb_in_bounded_memory(bomb_broker):
     assert growth < PEAK_GROWTH_LIMIT, f"peak RSS grew by {growth / MiB:.1f} MiB while writing and cleaning"
 
 
+@pytest.mark.parametrize("codec_name", ["gzip", "zstd"])
+def test_a_timestamp_lookup_into_a_stored_bomb_leaves_the_event_loop_to_others(bomb_broker, bystander, codec_name):
+    """ListOffsets by timestamp and by max timestamp read the stored bomb's records up to the last
+    one (its timestamp is the batch's largest): the walk runs in slices, as a produce's does, and
+    the bystander is served meanwhile."""
+    broker = bomb_broker
+    topic = unique_name(f"lookup-{codec_name}")
+    t0 = int(time.time() * 1000) - 60_000
+    with RawClient("127.0.0.1", broker.port, timeout=120) as c:
+        assert c.create_topic(topic, configs=TOPIC_CONFIGS) == 0
+        bomb = bad.inflating_batch(bad.CODECS[codec_name], BOMB, records=4, key=b"k", timestamp=t0, rising=True)
+        assert c.produce(topic, 0, bomb).error_code == 0
+        b = bystander(broker.bootstrap)
+        mark = b.mark()
+        base = reset_peak(broker.pid)
+        assert [c.list_offset(topic, 0, ts) for ts in (t0, t0 + 2, t0 + 3, t0 + 4)] == [0, 2, 3, -1]
+        p = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+            {"partition_index": 0, "timestamp": -3, "current_leader_epoch": -1}]}]}).topics[0].partitions[0]
+        growth = peak_rss(broker.pid) - base
+    assert (p.error_code, p.offset, p.timestamp) == (0, 3, t0 + 3), p
+    b.wait_progress()
+    assert b.p99(since=mark) < 2, b.p99(since=mark)
+    assert growth < PEAK_GROWTH_LIMIT, f"peak RSS grew by {growth / MiB:.1f} MiB"
+
+
 @pytest.mark.parametrize("target, answer", [("uncompressed", 10), ("lz4", 0)])
 def test_a_bomb_rebuilt_under_the_topics_codec_stops_at_max_message_bytes(bomb_broker, target, answer):
     """compression.type other than the batch's: the batch is rebuilt under it, in a stream that
