@@ -4,6 +4,7 @@ wires them, lists the background work, and holds them for the handlers; the work
 the parts'."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -15,7 +16,7 @@ from minikafka.storage.config import LogConfig
 from minikafka.storage.dynamic_config import ClientQuotaStore, DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
-from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
+from minikafka.coordinator.internal_topics import OFFSETS_TOPIC, assignable_topics
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from .config import ConfigError
@@ -27,6 +28,7 @@ from .fetch_session import FetchManager
 from .memory_pool import MemoryPool
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
 from .scheduler import Periodic, Service
+from .pending_answers import PendingAnswers
 from .replica_manager import ReplicaManager
 from .topics import TopicManager
 from .transaction_runtime import TransactionRuntime
@@ -92,6 +94,7 @@ class Broker:
         self._group_coordinator = None  # GroupCoordinatorShard: see group_coordinator
         self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # incremental fetch sessions (KIP-227), in memory only, as Kafka's
+        self.pending_answers = PendingAnswers()  # JoinGroup/SyncGroup answers the group coordinator gives later
         self.fetch_manager = FetchManager(config["max.incremental.fetch.session.cache.slots"], now_ms)
 
     # ------------------------------------------------------------ lifecycle
@@ -159,10 +162,10 @@ class Broker:
     def _load_group_coordinator(self):
         from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, LogOffsetsStore
         cfg = self.config
-        coordinator = GroupCoordinatorShard(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
-            cfg["offsets.topic.num.partitions"], lambda p: self.replicas.get_log(OFFSETS_TOPIC, p),
-            lambda: self.topics.ensure_internal(OFFSETS_TOPIC)),
-            topics=self.topics.assignable, group_configs=self.dynamic_configs.group)
+        coordinator = GroupCoordinatorShard(GroupConfig.from_broker_config(cfg),
+                                            LogOffsetsStore(self.logs, *self.topics.internal_topic(OFFSETS_TOPIC)),
+                                            topics=functools.partial(assignable_topics, self.logs),
+                                            group_configs=self.dynamic_configs.group)
         coordinator.load(now_ms())
         self.replicas.group_coordinator = coordinator  # told when a transaction completes on its partitions
         return coordinator
@@ -208,6 +211,7 @@ class Broker:
         deleted = self.logs.cleanup(now_ms())
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
+        self.replicas.notify_if_appended()  # (a log whose every segment went rolled an empty one: its fsync)
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.logs.checkpoint)
@@ -238,9 +242,18 @@ class Broker:
         """The group coordinator's timers (it takes explicit times, never sleeps)."""
         if self._group_coordinator is not None:
             self._group_coordinator.tick(now_ms())
+            self.after_work()
 
     async def _expire_producers(self) -> None:
         self.logs.expire_producers(now_ms(), self.config["producer.id.expiration.ms"])
+
+    def after_work(self) -> None:
+        """Once a request or a background task is done, what it did below the broker is looked
+        at (nothing below calls up): appends the group coordinator made through the storage
+        layer wake the long-polling fetches (and the fsyncs they asked for, the flusher), and
+        the group answers it gave wake their connections."""
+        self.replicas.notify_if_appended()
+        self.pending_answers.check()
 
     def close(self) -> None:
         self.logs.close()

@@ -357,6 +357,7 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         conn.in_request = True
         out = await dispatch(conn, frame)
         reader.release()
+        conn.broker.after_work()
         # the answer goes out as I/O of its own: a client that never reads it is idle
         conn.in_request = False
         conn.last_active = trio.current_time()

@@ -18,8 +18,8 @@ acknowledged append is in the page cache, which survives a process crash).
 ``flush.messages`` asks for an fsync once that many messages are past the
 recovery point, ``flush.ms`` (checked by the broker's log flusher) once that
 long has passed since the last fsync, and every roll asks for the finished
-segment to be fsynced. The log only *asks* (``on_flush_needed``); the broker
-runs :meth:`UnifiedLog.flush` in a worker thread, and a produce waits for it
+segment to be fsynced. The log only *asks* (``on_flush_needed``: the LogManager
+collects the asks); the broker runs :meth:`UnifiedLog.flush` in a worker thread, and a produce waits for it
 when its own append asked (``AppendResult.flush_needed``), as Kafka flushes
 before it answers. A flush advances the recovery point: recovery after an
 unclean shutdown rescans only the segments from the one holding it.
@@ -136,7 +136,7 @@ class UnifiedLog:
         self.name = f"{topic}-{partition}"  # (in every append's error messages: made once)
         self.config = config
         self.topic_id = topic_id
-        self.on_append: Callable[[], None] | None = None
+        self.on_append: Callable[[], None] | None = None  # after each append (the LogManager counts them)
         self._batch_base_cache: tuple | None = None  # (key, value) of _batch_base_at
         # asks for an fsync up to an offset (exclusive) in a worker thread: on roll (the finished
         # segment) and when flush.messages is reached. None: flush.messages flushes in append

@@ -182,6 +182,34 @@ class LogManager:
         self._checkpointed: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
         self._loaded = False
         self._closed = False
+        # What appends leave for the broker, which owns the event loop (storage never calls it):
+        # a count of appends (a moved count wakes long-polling fetches) and, once the broker
+        # runs the fsyncs itself (defer_flushes), the fsyncs logs ask for (a rolled segment,
+        # flush.messages): log -> offset to flush up to. Until then a log fsyncs in its append.
+        self.appends = 0
+        self.flush_requests: dict[UnifiedLog, int] | None = None
+
+    def defer_flushes(self) -> None:
+        """The fsyncs logs ask for are left in ``flush_requests`` (the broker's flusher runs
+        them in a worker thread), for every log made from now on."""
+        self.flush_requests = {}
+        for ulog in self._logs.values():
+            ulog.on_flush_needed = self._request_flush
+
+    def take_flush_requests(self) -> dict:
+        requests, self.flush_requests = self.flush_requests, {}
+        return requests
+
+    def log_dir_failed(self, error: BaseException) -> None:
+        """An I/O error in a log dir. Kafka takes the dir offline, and with its only log dir
+        gone halts the broker (LogManager.handleLogDirFailure, Exit.halt(1)); so does this
+        one. Nothing half-written is trusted: on restart, recovery rebuilds the producer
+        state from the log and the transaction coordinator finishes every Prepare*."""
+        dirs = ", ".join(self.log_dirs)
+        log.critical("Error while writing to the log dir %s: %s. Shutdown broker because all log dirs in %s "
+                     "have failed", dirs, error, dirs)
+        logging.shutdown()
+        os._exit(1)
 
     # ------------------------------------------------------------------ load
     def load(self) -> None:
@@ -410,6 +438,16 @@ class LogManager:
         self._log_dir_of[tp] = log_dir
         self._assigned[tp] = log_dir
         ulog.on_log_start_offset_change = self._on_log_start_offset_change
+        ulog.on_append = self._count_append
+        if self.flush_requests is not None:
+            ulog.on_flush_needed = self._request_flush
+
+    def _count_append(self) -> None:
+        self.appends += 1
+
+    def _request_flush(self, ulog: UnifiedLog, upto: int) -> None:
+        if upto > self.flush_requests.get(ulog, -1):
+            self.flush_requests[ulog] = upto
 
     def _on_log_start_offset_change(self, ulog: UnifiedLog) -> None:
         d = self._log_dir_of.get((ulog.topic, ulog.partition))
