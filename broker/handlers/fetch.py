@@ -224,7 +224,9 @@ def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
     fetch_throttle, size = 0, 0
     if quotas.fetch.enabled:
         body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": _group(answered)}
-        size = sum(len(p) for p in schema.encode_response_parts(1, version, 0, body)) - 8
+        # Kafka's FetchResponse.sizeOf: 4 + the body's size (the frame without its response header)
+        header = 5 if schema.response_header_version(1, version) >= 1 else 4
+        size = sum(len(p) for p in schema.encode_response_parts(1, version, 0, body)) - header
         fetch_throttle = quotas.fetch.record(conn.principal, conn.client_id, size, quota_now_ms())
     throttle = max(request_throttle, fetch_throttle)
     if not throttle:
