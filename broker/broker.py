@@ -4,6 +4,7 @@ wires them, lists the background work, and holds them for the handlers; the work
 the parts'."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -12,20 +13,22 @@ from collections import defaultdict
 import trio
 
 from minikafka.storage.config import LogConfig
-from minikafka.storage.dynamic_config import DynamicConfigStore
+from minikafka.storage.dynamic_config import ClientQuotaStore, DynamicConfigStore
 from minikafka.storage.log_manager import LogManager
 from minikafka.storage.security_store import AclStore, ScramCredentialStore
-from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
+from minikafka.coordinator.internal_topics import OFFSETS_TOPIC, assignable_topics
 from minikafka.coordinator.producer_ids import ProducerIdManager
 from minikafka.coordinator.transaction import TransactionCoordinator
 from .config import ConfigError
 from .connection_quotas import ConnectionQuotas
+from .log_dirs import LogDirMover
 from minikafka.storage.checkpoint import META_PROPERTIES
 from .features import TRANSACTION_VERSION, FinalizedFeatures
 from .fetch_session import FetchManager
 from .memory_pool import MemoryPool
 from .security.authorizer import AclBinding, Authorizer, parse_super_users
 from .scheduler import Periodic, Service
+from .pending_answers import PendingAnswers
 from .replica_manager import ReplicaManager
 from .topics import TopicManager
 from .transaction_runtime import TransactionRuntime
@@ -71,13 +74,19 @@ class Broker:
         self.memory_pool = MemoryPool(config["queued.max.request.bytes"])
         self.connection_quotas = ConnectionQuotas(config, config.listeners)
         self.default_log_config = LogConfig.from_broker_properties(config.raw)
-        self.logs = LogManager([config.log_dir], self.default_log_config, node_id=self.node_id)
+        self.logs = LogManager(config["log.dirs"], self.default_log_config, node_id=self.node_id)
         self.topics = TopicManager(self.logs, config)
         self.replicas = ReplicaManager(self.logs, self.topics, config)
+        self.log_dir_mover = LogDirMover(self)  # partition moves between log dirs (AlterReplicaLogDirs)
         self.advertised: dict[str, tuple[str, int]] = {}
         self.authorizer = None  # security.authorizer.Authorizer when authorizer.class.name is set
         self.listeners: dict = {}  # name -> broker.security.listener.Listener, once bound
         self.listening: list[str] = []  # "NAME://host:port" of each bound listener (the ready line's)
+        # broker.quotas.QuotaManagers, made when the first client quota is stored (none: nothing
+        # is counted, as Kafka's quota managers record nothing until a quota exists)
+        self.quotas = None
+        # security.delegation_tokens.DelegationTokenManager, with delegation.token.secret.key set
+        self.tokens = None
         self.producer_ids = None  # ProducerIdManager, created in load() once log.dirs exists
         self.txn_coordinator = None
         self.transactions = None  # TransactionRuntime: runs the transaction coordinator's results
@@ -85,6 +94,7 @@ class Broker:
         self._group_coordinator = None  # GroupCoordinatorShard: see group_coordinator
         self.log_cleaner = None  # LogCleaner for compacted topics, created by its first round
         # incremental fetch sessions (KIP-227), in memory only, as Kafka's
+        self.pending_answers = PendingAnswers()  # JoinGroup/SyncGroup answers the group coordinator gives later
         self.fetch_manager = FetchManager(config["max.incremental.fetch.session.cache.slots"], now_ms)
 
     # ------------------------------------------------------------ lifecycle
@@ -108,6 +118,12 @@ class Broker:
                          self.features.describe_levels())
         self.producer_ids = ProducerIdManager(self.config.log_dir)
         self.scram_credentials = ScramCredentialStore(self.config.log_dir)
+        self.client_quotas = ClientQuotaStore(self.config.log_dir)
+        if self.config["delegation.token.secret.key"]:
+            from .security.delegation_tokens import DelegationTokenManager
+            self.tokens = DelegationTokenManager(self.config, self.config.log_dir, now_ms)
+        if self.client_quotas.entities:
+            self._quota_managers()
         if self.config["authorizer.class.name"]:
             self.acl_store = AclStore(self.config.log_dir)
             self.authorizer = Authorizer((AclBinding(*row) for row in self.acl_store.rows),
@@ -146,10 +162,10 @@ class Broker:
     def _load_group_coordinator(self):
         from minikafka.coordinator.group import GroupConfig, GroupCoordinatorShard, LogOffsetsStore
         cfg = self.config
-        coordinator = GroupCoordinatorShard(GroupConfig.from_broker_config(cfg), LogOffsetsStore(
-            cfg["offsets.topic.num.partitions"], lambda p: self.replicas.get_log(OFFSETS_TOPIC, p),
-            lambda: self.topics.ensure_internal(OFFSETS_TOPIC)),
-            topics=self.topics.assignable, group_configs=self.dynamic_configs.group)
+        coordinator = GroupCoordinatorShard(GroupConfig.from_broker_config(cfg),
+                                            LogOffsetsStore(self.logs, *self.topics.internal_topic(OFFSETS_TOPIC)),
+                                            topics=functools.partial(assignable_topics, self.logs),
+                                            group_configs=self.dynamic_configs.group)
         coordinator.load(now_ms())
         self.replicas.group_coordinator = coordinator  # told when a transaction completes on its partitions
         return coordinator
@@ -166,6 +182,7 @@ class Broker:
         tasks = [
             Service("transaction-marker-writer", self.transactions.write_markers_forever),
             Service("log-flusher", self.replicas.flusher),
+            Service("log-dir-mover", self.log_dir_mover.run),   # AlterReplicaLogDirs' moves
             Periodic("group-coordinator-timers", GROUP_TIMERS_PERIOD_MS, self._tick_groups, first_delay_ms=0),
             Periodic("transaction.abort.timed.out.transaction.cleanup.interval.ms",
                      cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
@@ -180,7 +197,12 @@ class Broker:
                      self.replicas.flush_dirty_logs, delay),
             Periodic("log.flush.offset.checkpoint.interval.ms", cfg["log.flush.offset.checkpoint.interval.ms"],
                      self._checkpoint, delay),
+            # client quota rates unused for an hour are dropped (Kafka's sensor expiry)
+            Periodic("client-quota-sensor-expiry", 60000, self._expire_quota_sensors),
         ]
+        if self.tokens is not None:
+            tasks.append(Periodic("delegation.token.expiry.check.interval.ms",
+                                  cfg["delegation.token.expiry.check.interval.ms"], self._expire_tokens))
         if cfg["log.cleaner.enable"]:
             tasks.append(Periodic("log.cleaner.backoff.ms", max(cfg["log.cleaner.backoff.ms"], 10), self._clean_logs))
         return tasks
@@ -189,6 +211,7 @@ class Broker:
         deleted = self.logs.cleanup(now_ms())
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
+        self.replicas.notify_if_appended()  # (a log whose every segment went rolled an empty one: its fsync)
 
     async def _checkpoint(self) -> None:
         await trio.to_thread.run_sync(self.logs.checkpoint)
@@ -219,9 +242,18 @@ class Broker:
         """The group coordinator's timers (it takes explicit times, never sleeps)."""
         if self._group_coordinator is not None:
             self._group_coordinator.tick(now_ms())
+            self.after_work()
 
     async def _expire_producers(self) -> None:
         self.logs.expire_producers(now_ms(), self.config["producer.id.expiration.ms"])
+
+    def after_work(self) -> None:
+        """Once a request or a background task is done, what it did below the broker is looked
+        at (nothing below calls up): appends the group coordinator made through the storage
+        layer wake the long-polling fetches (and the fsyncs they asked for, the flusher), and
+        the group answers it gave wake their connections."""
+        self.replicas.notify_if_appended()
+        self.pending_answers.check()
 
     def close(self) -> None:
         self.logs.close()
@@ -238,6 +270,34 @@ class Broker:
         rows = [b for b in self.authorizer.bindings if b not in bindings]
         self.acl_store.save([b.to_json() for b in rows])
         self.authorizer.bindings = rows
+
+    # ------------------------------------------------------------ client quotas
+    def _quota_managers(self):
+        if self.quotas is None:
+            from .quotas import QuotaManagers
+            self.quotas = QuotaManagers(self.config["quota.window.num"], self.config["quota.window.size.seconds"])
+            for key, values in self.client_quotas.entities.items():
+                self.quotas.apply(dict(key), {}, values)
+        return self.quotas
+
+    async def _expire_tokens(self) -> None:
+        self.tokens.expire_tokens()
+
+    async def _expire_quota_sensors(self) -> None:
+        if self.quotas is not None:
+            from .quotas import quota_now_ms
+            self.quotas.expire(quota_now_ms())
+
+    def alter_client_quotas(self, changed: dict, addresses: dict) -> None:
+        """Store the changed entities' quotas (entity key -> quotas), then apply them.
+        ``addresses``: what each ip entity's name resolved to."""
+        managers = self._quota_managers()
+        entities = dict(self.client_quotas.entities)
+        old = {key: entities.get(key, {}) for key in changed}
+        entities.update(changed)
+        self.client_quotas.save(entities)
+        for key, values in changed.items():
+            managers.apply(dict(key), old[key], values, addresses.get)
 
     def advertised_address(self, listener_name: str) -> tuple[str, int]:
         return self.advertised.get(listener_name) or next(iter(self.advertised.values()))

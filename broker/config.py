@@ -143,7 +143,7 @@ DEFS: dict[str, tuple] = {
     "advertised.listeners": (_list, None, None, "Addresses given to clients in Metadata (defaults to listeners)"),
     "listener.security.protocol.map": (_list, ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"], None,
                                        "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)"),
-    "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one is used"),
+    "log.dirs": (_list, ["./data"], None, "Data directories (log.dir is an alias); the first one also holds the broker's metadata"),
     "num.partitions": (_int, 1, _at_least(1), "Partitions of auto-created topics"),
     "default.replication.factor": (_int, 1, _one_of(1), "Single node: only 1"),
     "auto.create.topics.enable": (_bool, True, None, "Create unknown topics on Metadata requests"),
@@ -231,6 +231,12 @@ DEFS: dict[str, tuple] = {
     "allow.everyone.if.no.acl.found": (_bool, False, None, "Allow a request on a resource no ACL names"),
     "connection.failed.authentication.delay.ms": (_int, 100, _at_least(0), "Delay before closing a connection whose authentication failed (its error response goes first)"),
     "connections.max.reauth.ms": (_int, 0, None, "Re-authentication (KIP-368) is not implemented: anything but 0 is refused"),
+    "delegation.token.secret.key": (str, None, None, "Secret the delegation tokens' HMACs are made with; unset: delegation tokens are disabled"),
+    "delegation.token.max.lifetime.ms": (_int, 604800000, _at_least(1), "Longest a delegation token lives, renewals included"),
+    "delegation.token.expiry.time.ms": (_int, 86400000, _at_least(1), "How long a delegation token lives after its creation or renewal unless renewed"),
+    "delegation.token.expiry.check.interval.ms": (_int, 3600000, _at_least(1), "How often expired delegation tokens are removed"),
+    "quota.window.num": (_int, 11, _at_least(1), "Samples a client quota's rate is measured over"),
+    "quota.window.size.seconds": (_int, 1, _at_least(1), "Time span of each sample of a client quota's rate"),
     "metrics.listener": (str, "", _metrics_listener, "host:port of the Prometheus metrics endpoint (minikafka); empty disables it"),
 }
 
@@ -246,6 +252,10 @@ DYNAMIC_BROKER_CONFIGS = frozenset({
     "log.retention.ms", "log.roll.ms", "log.segment.bytes", "message.max.bytes", "producer.id.expiration.ms",
     "transaction.partition.verification.enable",
 })
+
+# Kafka's PASSWORD configs: described as sensitive (no value), never logged
+SENSITIVE = frozenset({"delegation.token.secret.key", "ssl.key.password", "ssl.keystore.password",
+                       "ssl.truststore.password"})
 
 ALIASES = {"broker.id": "node.id", "log.dir": "log.dirs"}
 # Alternative units Kafka accepts for the same setting: key -> (canonical key, factor to ms)

@@ -252,6 +252,11 @@ class FetchContext:
         partitions' answers (the same triples), updating the session."""
         return int(self.error), self.session_id, answered
 
+    def throttled(self) -> tuple[int, int]:
+        """(error code, session id) of the empty answer to a throttled client (Kafka's
+        getThrottledResponse): a full fetch makes no session, an incremental one keeps its own."""
+        return int(self.error), self.session_id
+
 
 class SessionErrorContext(FetchContext):
     def __init__(self, error: ErrorCode):
@@ -300,6 +305,11 @@ class IncrementalContext(FetchContext):
                 cached.topic = topic_name(cached.topic_id)  # a topic id unknown when it joined
             out.append((key, cached))
         return out
+
+    def throttled(self):
+        if self.session.epoch != next_epoch(self.request_epoch):
+            return int(ErrorCode.INVALID_FETCH_SESSION_EPOCH), self.session.id
+        return 0, self.session.id
 
     def respond(self, answered, now_ms):
         session = self.session

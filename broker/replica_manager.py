@@ -9,14 +9,17 @@
   completed" to the group coordinator, whose pending offsets there become committed or go.
 - After an append: the long-polling fetches wake (`data_event`), and the fsyncs a log asks
   for (a rolled segment, flush.messages) run in a worker thread (`flusher`, `flush_log`).
-- The one log-dir failure policy: an I/O error writing a log takes the log dir offline, and
-  with its only log dir gone the broker halts (`log_dir_failed`).
+  Storage never calls up for either: the LogManager counts appends and collects the asks,
+  and this manager looks after its own appends and whenever `notify_if_appended` is called
+  (after a request, or a background task, that wrote through the group coordinator, which
+  appends through the storage layer).
+- The one log-dir failure policy, the LogManager's (`log_dir_failed`): an I/O error writing a
+  log takes the log dir offline, and with its only log dir gone the broker halts.
 """
 from __future__ import annotations
 
 import enum
 import logging
-import os
 import time
 
 import trio
@@ -27,6 +30,7 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.log_manager import LogManager
 
+from .stepper import Stepper
 from .topics import TopicManager
 
 log = logging.getLogger("minikafka.broker")
@@ -99,17 +103,14 @@ class ReplicaManager:
         self.transactions = None  # the TransactionRuntime (verification of transactional appends)
         self.group_coordinator = None  # once made: told when a transaction completed on its partitions
         self._data_event: trio.Event | None = None  # made by data_event for a waiter, dropped by notify_data
-        # fsyncs the logs asked for (roll, flush.messages): log -> offset to flush up to
-        self._flush_requests: dict = {}
+        self._appends_seen = logs.appends
         self._flush_wakeup = trio.Event()
+        logs.defer_flushes()  # the fsyncs logs ask for run in the flusher's worker thread
+        self.stepper = Stepper()  # long record walks (inflating batches) in slices of the event loop
 
     # ------------------------------------------------------------- partitions
     def get_log(self, topic: str, partition: int):
-        lg = self.logs.get_log(topic, partition)
-        if lg is not None and lg.on_append is None:
-            lg.on_append = self.notify_data
-            lg.on_flush_needed = self._request_flush
-        return lg
+        return self.logs.get_log(topic, partition)
 
     def require_log(self, topic: str, partition: int):
         lg = self.get_log(topic, partition)
@@ -150,11 +151,16 @@ class ReplicaManager:
         4.1 does, retrying CONCURRENT_TRANSACTIONS for a short while as Kafka does.
         The check and the append are one synchronous step (the coordinator's invariant):
         no marker can land in between, so a produce arriving after its transaction ended
-        never opens a new transaction on the partition."""
+        never opens a new transaction on the partition.
+
+        The records are read first, over as many turns of the event loop as they take (a
+        compressed batch may inflate to a gigabyte: broker/stepper.py); what the read found is
+        applied where Kafka validates, after the transaction checks, in the synchronous step."""
+        analysis = await self.stepper.run(lg.analyze(records))
         deadline = None
         while True:
             try:
-                return self._checked_append(lg, records, transactional_id, operation)
+                return self._checked_append(lg, records, transactional_id, operation, analysis)
             except KafkaError as e:
                 if e.code != ErrorCode.CONCURRENT_TRANSACTIONS:  # only an added partition answers it
                     raise
@@ -164,7 +170,13 @@ class ReplicaManager:
                     raise
             await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
 
-    def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation):
+    def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation,
+                        analysis):
+        if lg.closed:
+            # replaced since the request looked it up (moved to another log dir): the partition's log now
+            now = self.get_log(lg.topic, lg.partition)
+            if now is not None and now.topic_id == lg.topic_id:
+                lg = now
         if self.config["transaction.partition.verification.enable"] and len(records) >= rec.HEADER_SIZE:
             h = rec.parse_header(records, 0)
             if h.is_transactional and h.producer_id >= 0:
@@ -173,13 +185,15 @@ class ReplicaManager:
                 if code != ErrorCode.NONE:
                     raise verification_error(code, operation)
         try:
-            return lg.append(records)
+            result = lg.append(records, analysis=analysis)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)
             raise
         except OSError as e:
             self.log_dir_failed(e)
+        self.notify_if_appended()
+        return result
 
     def verify_transaction(self, lg, transactional_id: str, producer_id: int, producer_epoch: int,
                            sequence: int, operation: TransactionSupportedOperation) -> ErrorCode:
@@ -219,13 +233,15 @@ class ReplicaManager:
             self.topics.ensure_internal(topic)
             lg = self.get_log(topic, partition)
         try:
-            return lg.append(batches, origin="coordinator")
+            result = lg.append(batches, origin="coordinator")
         except OSError as e:
             self.log_dir_failed(e)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)
             raise
+        self.notify_if_appended()
+        return result
 
     def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
                      commit: bool, coordinator_epoch: int) -> int:
@@ -244,7 +260,7 @@ class ReplicaManager:
         except OSError as e:
             self.log_dir_failed(e)
         self._transaction_completed(topic, partition, [(producer_id, commit)])
-        self.notify_data()  # the LSO may have moved: wake read_committed long-polls
+        self.notify_if_appended()  # the LSO may have moved: wake read_committed long-polls
         return 0
 
     def write_markers(self, topic: str, partition: int, markers: list[tuple[int, int, bool, int]]) -> list[int]:
@@ -269,7 +285,7 @@ class ReplicaManager:
         except OSError as e:
             self.log_dir_failed(e)
         self._transaction_completed(topic, partition, [(pid, commit) for pid, _, commit, _ in markers])
-        self.notify_data()  # the LSO may have moved: wake read_committed long-polls
+        self.notify_if_appended()  # the LSO may have moved: wake read_committed long-polls
         return [0] * len(markers)
 
     def _transaction_completed(self, topic: str, partition: int, markers: list[tuple[int, bool]]) -> None:
@@ -298,21 +314,23 @@ class ReplicaManager:
             self._data_event = None
             ev.set()
 
-    # ------------------------------------------------------------ flushing (fsync)
-    def _request_flush(self, lg, upto: int) -> None:
-        """A log asks for an fsync up to ``upto`` (storage calls this from append/roll)."""
-        if upto > self._flush_requests.get(lg, -1):
-            self._flush_requests[lg] = upto
-        self._flush_wakeup.set()
+    def notify_if_appended(self) -> None:
+        """Whatever was appended since the last look wakes the long-polling fetches, and the
+        fsyncs the logs asked for meanwhile wake the flusher."""
+        if self.logs.appends != self._appends_seen:
+            self._appends_seen = self.logs.appends
+            self.notify_data()
+        if self.logs.flush_requests:
+            self._flush_wakeup.set()
 
+    # ------------------------------------------------------------ flushing (fsync)
     async def flusher(self) -> None:
-        """Runs the asked-for flushes, one log at a time, each in a worker thread (Kafka's
-        asynchronous flush of a rolled segment)."""
+        """Runs the flushes the logs asked for, one log at a time, each in a worker thread
+        (Kafka's asynchronous flush of a rolled segment)."""
         while True:
             await self._flush_wakeup.wait()
             self._flush_wakeup = trio.Event()
-            requests, self._flush_requests = self._flush_requests, {}
-            for lg, upto in requests.items():
+            for lg, upto in self.logs.take_flush_requests().items():
                 await self.flush_log(lg, upto)
 
     async def flush_log(self, lg, upto: int) -> None:
@@ -335,12 +353,5 @@ class ReplicaManager:
 
     # ------------------------------------------------------------ failures
     def log_dir_failed(self, error: BaseException) -> None:
-        """An I/O error in the log dir. Kafka takes the dir offline, and with its only log dir
-        gone halts the broker (LogManager.handleLogDirFailure, Exit.halt(1)); so does this
-        one. Nothing half-written is trusted: on restart, recovery rebuilds the producer
-        state from the log and the transaction coordinator finishes every Prepare*."""
-        log_dir = self.config.log_dir
-        log.critical("Error while writing to the log dir %s: %s. Shutdown broker because all log dirs in %s "
-                     "have failed", log_dir, error, log_dir)
-        logging.shutdown()
-        os._exit(1)
+        """The LogManager's policy: the log dir goes offline, the broker halts."""
+        self.logs.log_dir_failed(error)

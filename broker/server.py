@@ -32,6 +32,7 @@ from .handlers.authorization import AUTHORIZATION
 from .handlers.common import AUTH_MESSAGES, CloseConnection
 from .broker import Broker
 from .memory_pool import MemoryPool
+from .quotas import quota_now_ms
 from .security.authorizer import CLUSTER_NAME
 from .security.listener import ANONYMOUS
 
@@ -237,6 +238,29 @@ class Connection:
         # what a handler asks to run once its answer is sent, before this connection's next
         # request is read (Kafka's onComplete of a response): an async function, or None
         self.after_answer = None
+        # the delegation token a SASL/SCRAM session authenticated with (tokenauth=true): it may
+        # not manage tokens, and the session ends at the token's expiry (ms since the epoch)
+        self.token_id: str | None = None
+        self.session_expiry_ms: int | None = None
+        # client quotas (broker/quotas.py), while some quota exists: the request's client id,
+        # its running time when it started (request_percentage), the throttle it got
+        self.client_id = ""
+        self.request_start: float | None = None
+        self.request_throttle: int | None = None
+        self.throttle_ms = 0
+
+    def request_quota_throttle(self) -> int:
+        """Count the running time of the request being handled against the client's
+        request_percentage quota (once a request; Fetch asks before it builds its answer, as
+        Kafka's): the throttle time in ms, 0 within the quota."""
+        if self.request_throttle is None:
+            self.request_throttle = 0
+            if self.request_start is not None:
+                quotas = self.broker.quotas
+                spent = quotas.clock.now(trio.lowlevel.current_task()) - self.request_start
+                self.request_throttle = quotas.request.record(self.principal, self.client_id, spent * 100,
+                                                              quota_now_ms())
+        return self.request_throttle
 
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
@@ -263,6 +287,8 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
     except OSError:
         peer = "?"
     conn = Connection(broker, stream, listener.name, peer)
+    if broker.quotas is not None and await _connection_throttled(broker, conn):
+        return
     broker.metrics.connections += 1
     broker.connections.add(conn)
     try:
@@ -286,8 +312,25 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
             conn.reader.release()  # a frame read in part, or its request cut short
         broker.metrics.connections -= 1
         broker.connections.discard(conn)
+        if broker.quotas is not None and broker.quotas.clock is not None:
+            broker.quotas.clock.forget(trio.lowlevel.current_task())
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(conn.stream)
+
+
+async def _connection_throttled(broker: Broker, conn: Connection) -> bool:
+    """connection_creation_rate (Kafka's ConnectionQuotas): a connection from an address over
+    its rate is held unread for the throttle time, then closed."""
+    ms = broker.quotas.connections.throttle_ms(conn.host, quota_now_ms())
+    if not ms:
+        return False
+    log.debug("Delaying closing of connection from %s for %d ms", conn.host, ms)
+    try:
+        await trio.sleep(ms / 1000)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(conn.stream)
+    return True
 
 
 async def _serve_connection(conn: Connection, stream, listener) -> None:
@@ -307,9 +350,14 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         frame = await reader.read_frame()
         if frame is None or conn.scope.cancel_called:
             return  # (expired while the frame came in: no handler is ever cancelled midway)
+        if conn.session_expiry_ms is not None and time.time() * 1000 > conn.session_expiry_ms:
+            # a session authenticated with a delegation token ends at the token's expiry as it was
+            # at login: Kafka closes a channel whose session expired and was not re-authenticated
+            raise CloseConnection("the session's delegation token expired")
         conn.in_request = True
         out = await dispatch(conn, frame)
         reader.release()
+        conn.broker.after_work()
         # the answer goes out as I/O of its own: a client that never reads it is idle
         conn.in_request = False
         conn.last_active = trio.current_time()
@@ -323,6 +371,25 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
             await after()
             conn.in_request = False
             conn.last_active = trio.current_time()
+        if conn.request_start is not None or conn.throttle_ms:
+            conn.in_request = True  # (muted: not idle)
+            await _after_quota_checks(conn)
+            conn.in_request = False
+            conn.last_active = trio.current_time()
+
+
+async def _after_quota_checks(conn: Connection) -> None:
+    """After the answer: the time its sending took counts toward request_percentage without
+    throttling (Kafka's network thread time), and a throttled client's connection is muted (no
+    request read from it) for its throttle time, as Kafka mutes the channel."""
+    if conn.request_start is not None:
+        quotas = conn.broker.quotas
+        spent = quotas.clock.now(trio.lowlevel.current_task()) - conn.request_start
+        quotas.request.record_no_throttle(conn.principal, conn.client_id, spent * 100, quota_now_ms())
+        conn.request_start = None
+    if conn.throttle_ms:
+        await trio.sleep(conn.throttle_ms / 1000)
+        conn.throttle_ms = 0
 
 
 async def close_idle_connections(broker: Broker) -> None:
@@ -448,6 +515,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             await stream.send_all(_SIZE.pack(len(challenge)) + challenge)
             if server.complete:
                 conn.principal = "User:" + server.username
+                _token_session(conn, server)
                 reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
                 return True
             continue
@@ -486,7 +554,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             if not ok:
                 failed_authentication(conn, f"Unsupported SASL mechanism {mechanism}")
                 return await close_after_failed_authentication(conn)
-            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup)
+            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup, broker.tokens)
             handshake_version = version
             continue
         # SaslAuthenticate
@@ -504,8 +572,15 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             return await close_after_failed_authentication(conn)
         if server.complete:
             conn.principal = "User:" + server.username
+            _token_session(conn, server)
             reader.max_size, reader.max_size_key = max_size, "socket.request.max.bytes"
             return True
+
+
+def _token_session(conn: Connection, server) -> None:
+    token_id = getattr(server, "token_id", None)
+    if token_id is not None:
+        conn.token_id, conn.session_expiry_ms = token_id, server.token_expiry
 
 
 _HAVE_SENDFILE = hasattr(os, "sendfile")
@@ -644,6 +719,9 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         header, body = schema.decode_request(frame)
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
+    quotas = broker.quotas
+    if quotas is not None and quotas.any_client_quota:
+        _start_quota_checks(conn, header, quotas)
     started = time.perf_counter()
     refused = None
     if api.enabled is not None and not api.enabled(broker):
@@ -651,11 +729,11 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         refused = ErrorCode.UNSUPPORTED_VERSION, None
     elif broker.authorizer is not None:
         refused = refusal(conn, api_key, body)
-    if refused is not None:
-        broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
-        return schema.encode_response_parts(api_key, version, corr, error_answer(api_key, version, body, *refused))
     try:
-        response = await handlers.handler(api_key).handle(conn, header, body)
+        if refused is not None:
+            response = error_answer(api_key, version, body, *refused)
+        else:
+            response = await handlers.handler(api_key).handle(conn, header, body)
     except (CloseConnection, trio.Cancelled):
         raise
     except Exception:
@@ -665,9 +743,45 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         raise CloseConnection("internal error") from None
     finally:
         broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+    if quotas is not None and quotas.any_client_quota:
+        _throttle(conn, api_key, body, len(frame), response, quotas)
     if response is None:  # acks=0 produce: no response at all
         return None
     return schema.encode_response_parts(api_key, version, corr, response)
+
+
+# APIs whose requests count toward no request_percentage quota: cluster actions (Kafka answers
+# them with sendResponseExemptThrottle)
+_QUOTA_EXEMPT = {27}
+
+
+def _start_quota_checks(conn: Connection, header, quotas) -> None:
+    conn.client_id = header.client_id or ""
+    conn.request_throttle = None
+    conn.throttle_ms = 0
+    if quotas.request.enabled and header.api_key not in _QUOTA_EXEMPT:
+        conn.request_start = quotas.watch_time().now(trio.lowlevel.current_task())
+
+
+def _throttle(conn: Connection, api_key: int, body, size: int, response, quotas) -> None:
+    """Kafka's KafkaApis throttling: the larger of the request-time and the byte-rate throttle
+    goes in the answer's throttle_time_ms, and the connection is muted that long once the answer
+    is out. A Produce counts its request size (acks=0: no request time, Kafka exempts it); a
+    Fetch has counted its answer's size itself (handlers/fetch.py)."""
+    throttle = 0
+    if api_key == 0:
+        if quotas.produce.enabled:
+            throttle = quotas.produce.record(conn.principal, conn.client_id, size, quota_now_ms())
+        if body.acks == 0:
+            conn.request_throttle = 0
+            conn.request_start = None
+    if isinstance(response, dict):
+        throttle = max(throttle, response.get("throttle_time_ms") or 0)
+    throttle = max(throttle, conn.request_quota_throttle())
+    if throttle > 0:
+        if isinstance(response, dict):
+            response["throttle_time_ms"] = throttle
+        conn.throttle_ms = throttle
 
 
 # accept() failing with one of these is the process or host out of a resource: wait and retry

@@ -5,7 +5,7 @@ behind them are the LogManager's (storage/log_manager.py); appends are the Repli
 """
 from __future__ import annotations
 
-from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_TOPIC
+from minikafka.coordinator.internal_topics import INTERNAL_TOPICS, OFFSETS_TOPIC, TRANSACTION_TOPIC, assignable_topics
 from minikafka.storage.log_manager import LogManager
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
@@ -33,8 +33,7 @@ class TopicManager:
 
     def assignable(self) -> dict:
         """{name: (topic id, partitions)} of the topics a consumer group may be assigned (KIP-848)."""
-        return {name: (info.topic_id, info.num_partitions) for name, info in self._logs.topics().items()
-                if name not in INTERNAL_TOPICS}
+        return assignable_topics(self._logs)
 
     @staticmethod
     def is_internal(name: str) -> bool:
@@ -56,16 +55,20 @@ class TopicManager:
         return self._logs.create_topic(name, num_partitions or self.config["num.partitions"], configs or {},
                                        validate_only=validate_only)
 
+    def internal_topic(self, name: str) -> tuple[int, dict[str, str]]:
+        """(partitions, topic configs) an internal topic is created with: compacted, with its
+        offsets.topic.* or transaction.state.log.* settings, as Kafka creates it."""
+        offsets = name == OFFSETS_TOPIC
+        n = self.config["offsets.topic.num.partitions" if offsets else "transaction.state.log.num.partitions"]
+        seg = self.config["offsets.topic.segment.bytes" if offsets else "transaction.state.log.segment.bytes"]
+        return n, {"cleanup.policy": "compact", "segment.bytes": str(seg)}
+
     def ensure_internal(self, name: str):
-        """The internal topic, created (compacted) on first use as Kafka creates it."""
+        """The internal topic, created on first use."""
         info = self._logs.topics().get(name)
         if info is not None:
             return info
-        n = self.config["offsets.topic.num.partitions" if name == OFFSETS_TOPIC
-                        else "transaction.state.log.num.partitions"]
-        seg = self.config["offsets.topic.segment.bytes" if name == OFFSETS_TOPIC
-                          else "transaction.state.log.segment.bytes"]
-        return self.create(name, n, {"cleanup.policy": "compact", "segment.bytes": str(seg)})
+        return self.create(name, *self.internal_topic(name))
 
     def ensure_coordinator_topic(self, key_type: int) -> None:
         self.ensure_internal(OFFSETS_TOPIC if key_type == GROUP_KEY else TRANSACTION_TOPIC)

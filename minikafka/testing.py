@@ -23,7 +23,9 @@ any test can ask for a real broker::
                      ``wait_exit()`` if it needs the crash to have happened, and ``restart()``,
                      which brings the broker back without the fault. Points: ``FAULT_POINTS``
                      (``txn.before_prepare``, ``txn.after_prepare``, ``txn.after_first_marker``,
-                     ``txn.after_markers``; see the README's "Fault injection")
+                     ``txn.after_markers``, and the swap of a partition moved between log dirs:
+                     ``logdir.before_commit`` ... ``logdir.after_swap``; see the README's "Fault
+                     injection")
 * ``records(topic, isolation="read_committed")``  every record of every partition, in
                      (partition, offset) order, as a consumer with that isolation level would
                      see it now: :class:`Record` ``(partition, offset, key, value, headers)``,
@@ -77,7 +79,8 @@ if TYPE_CHECKING:
 CONSOLE_READY_RE = re.compile(r"minikafka console ready: (http://\S+/)")
 # the broker's one ready line: "minikafka ready: node 1 listening on PLAINTEXT://127.0.0.1:PORT (...)"
 READY_RE = re.compile(r"listening on PLAINTEXT://127\.0\.0\.1:(\d+)")
-FAULT_POINTS = ("txn.before_prepare", "txn.after_prepare", "txn.after_first_marker", "txn.after_markers")
+FAULT_POINTS = ("txn.before_prepare", "txn.after_prepare", "txn.after_first_marker", "txn.after_markers",
+                "logdir.before_commit", "logdir.after_commit", "logdir.after_future_rename", "logdir.after_swap")
 START_TIMEOUT = 15.0
 ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 
@@ -188,6 +191,13 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def first_log_dir(self) -> Path:
+        """The first of ``log.dirs`` (the data dir unless the overrides name others): where
+        the broker keeps meta.properties, its features and its topic metadata."""
+        dirs = str(self.overrides.get("log.dirs", "")).split(",")
+        return Path(dirs[0]).resolve() if dirs[0] else self.data_dir
+
+    @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
@@ -263,7 +273,7 @@ class BrokerProcess:
             raise BrokerError(f"broker {self.name} already running (pid {self.pid})")
         self._reap()  # a run that ended by itself (a fault point): keep its exit code
         fault = f" (MINIKAFKA_FAULT={self.fault_point})" if self.fault_point else ""
-        if self.features and not (self.data_dir / "meta.properties").exists():
+        if self.features and not (self.first_log_dir / "meta.properties").exists():
             self._format()
         self._mark(f"start #{self.starts + 1}{fault}: {' '.join(self.command())}")
         self._run_log_offset = self.log_path.stat().st_size
@@ -285,7 +295,7 @@ class BrokerProcess:
         """`minikafka format` the data dir with ``features`` (before its first start)."""
         cmd = [self.python, "-m", "minikafka", "format", "--override", f"log.dirs={self.data_dir}"]
         for k, v in self.overrides.items():
-            if k in ("node.id", "broker.id"):
+            if k in ("node.id", "broker.id", "log.dirs"):
                 cmd += ["--override", f"{k}={v}"]
         for k, v in self.features.items():
             cmd += ["--feature", f"{k}={v}"]
@@ -367,7 +377,8 @@ class BrokerProcess:
 
     def fault(self, point: str, timeout: float = START_TIMEOUT) -> "BrokerProcess":
         """Restart with ``MINIKAFKA_FAULT=point``: the broker exits at that point of the next
-        EndTxn. Then ``wait_exit()`` (if the crash must have happened) and ``restart()``."""
+        EndTxn (or log dir swap). Then ``wait_exit()`` (if the crash must have happened) and
+        ``restart()``."""
         if point not in FAULT_POINTS:
             raise ValueError(f"unknown fault point {point!r}: one of {', '.join(FAULT_POINTS)}")
         if self.running:

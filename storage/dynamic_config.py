@@ -52,3 +52,36 @@ class DynamicConfigStore:
 
     def _write(self, groups, broker) -> None:
         atomic_write(self.path, json.dumps({"groups": groups, "broker": broker}, sort_keys=True, indent=1))
+
+
+QUOTAS_FILE = "client-quotas.json"
+
+
+class ClientQuotaStore:
+    """Client quotas (kafka-configs' users, clients and ips): one JSON file in the first log dir,
+    replaced atomically before a change is answered.
+
+        [{"entity": {"user": "alice", "client-id": null}, "quotas": {"producer_byte_rate": 1048576.0}}, ...]
+
+    An entity maps its types to a name, null being the type's default."""
+
+    def __init__(self, log_dir: str):
+        self.path = os.path.join(log_dir, QUOTAS_FILE)
+        self.entities: dict[tuple, dict[str, float]] = {}
+        try:
+            with open(self.path, "rb") as f:
+                rows = json.loads(f.read() or b"[]")
+        except FileNotFoundError:
+            rows = []
+        for row in rows:
+            self.entities[entity_key(row["entity"])] = {k: float(v) for k, v in row["quotas"].items()}
+
+    def save(self, entities: dict[tuple, dict[str, float]]) -> None:
+        rows = [{"entity": dict(key), "quotas": values} for key, values in entities.items() if values]
+        atomic_write(self.path, json.dumps(rows, indent=1))
+        self.entities = {k: dict(v) for k, v in entities.items() if v}
+
+
+def entity_key(entity: dict) -> tuple:
+    """An entity (type -> name or None) as a hashable key, in type order."""
+    return tuple(sorted(entity.items(), key=lambda kv: kv[0]))

@@ -27,11 +27,11 @@ import re
 import shutil
 import time
 import uuid
-from typing import TYPE_CHECKING, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, NamedTuple
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import (LOG_START_OFFSET_CHECKPOINT, META_PROPERTIES, RECOVERY_POINT_CHECKPOINT,
-                                REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, atomic_write,
+                                REPLICATION_OFFSET_CHECKPOINT, OffsetCheckpointFile, atomic_write, fsync_dir,
                                 has_clean_shutdown, random_kafka_uuid, read_partition_metadata,
                                 read_properties, remove_clean_shutdown, uuid_from_base64, uuid_to_base64,
                                 write_clean_shutdown, write_properties)
@@ -132,6 +132,18 @@ def _in_parallel(fn, items: list) -> None:
             f.result()
 
 
+def parse_future_dir_name(name: str) -> tuple[str, int] | None:
+    """``"t-3.<32 hex digits>-future"`` -> ``("t", 3)`` (Kafka's future replica dir names); None
+    for anything else."""
+    from minikafka.storage.log import parse_topic_partition_name
+    if not name.endswith("-future"):
+        return None
+    base, _, unique = name[:-len("-future")].rpartition(".")
+    if not base or not re.fullmatch(r"[0-9a-f]{32}", unique):
+        return None
+    return parse_topic_partition_name(base)
+
+
 def _unify_collision_chars(name: str) -> str:
     return name.replace(".", "_")
 
@@ -151,12 +163,53 @@ class LogManager:
         # each partition's leader epoch (the metadata's; the log stamps it on batches)
         self._leader_epochs: dict[tuple[str, int], int] = {}
         self._log_dir_of: dict[tuple[str, int], str] = {}
+        # partitions moving to another log dir (AlterReplicaLogDirs): the copy there, Kafka's
+        # "future" replica, in <dir>/<topic>-<partition>.<id>-future
+        self._future_logs: dict[tuple[str, int], UnifiedLog] = {}
+        self._future_dir_of: dict[tuple[str, int], str] = {}
+        # the log dir each partition is assigned to (Kafka's directory assignment in its metadata,
+        # KIP-858), kept as directory ids in TOPICS_FILE: a move commits by changing it
+        self._assigned: dict[tuple[str, int], str] = {}
+        self._assigned_ids: dict[tuple[str, int], str] = {}  # as read, until the dirs' ids are known
         self._locks: list[DirLock] = []
         self._topics_text: str | None = None  # TOPICS_FILE as last read or written ("": none)
+        # the KRaft quorum a combined node would report (DescribeQuorum): its epoch, one more each
+        # start, and the metadata log's end offset, one more with each metadata change (each
+        # write of TOPICS_FILE, where both are kept)
+        self.quorum_epoch = 0
+        self.metadata_offset = 0
         # per log dir: the entries of each offset checkpoint file as last read or written
         self._checkpointed: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
         self._loaded = False
         self._closed = False
+        # What appends leave for the broker, which owns the event loop (storage never calls it):
+        # a count of appends (a moved count wakes long-polling fetches) and, once the broker
+        # runs the fsyncs itself (defer_flushes), the fsyncs logs ask for (a rolled segment,
+        # flush.messages): log -> offset to flush up to. Until then a log fsyncs in its append.
+        self.appends = 0
+        self.flush_requests: dict[UnifiedLog, int] | None = None
+
+    def defer_flushes(self) -> None:
+        """The fsyncs logs ask for are left in ``flush_requests`` (the broker's flusher runs
+        them in a worker thread), for every log made from now on."""
+        self.flush_requests = {}
+        for ulog in self._logs.values():
+            ulog.on_flush_needed = self._request_flush
+
+    def take_flush_requests(self) -> dict:
+        requests, self.flush_requests = self.flush_requests, {}
+        return requests
+
+    def log_dir_failed(self, error: BaseException) -> None:
+        """An I/O error in a log dir. Kafka takes the dir offline, and with its only log dir
+        gone halts the broker (LogManager.handleLogDirFailure, Exit.halt(1)); so does this
+        one. Nothing half-written is trusted: on restart, recovery rebuilds the producer
+        state from the log and the transaction coordinator finishes every Prepare*."""
+        dirs = ", ".join(self.log_dirs)
+        log.critical("Error while writing to the log dir %s: %s. Shutdown broker because all log dirs in %s "
+                     "have failed", dirs, error, dirs)
+        logging.shutdown()
+        os._exit(1)
 
     # ------------------------------------------------------------------ load
     def load(self) -> None:
@@ -175,7 +228,11 @@ class LogManager:
             self._locks.append(lock)
         self._load_meta_properties()
         topics_store = self._read_topics_store()
+        by_id = {dir_id: d for d, dir_id in self.directory_ids.items()}
+        self._assigned = {tp: by_id[i] for tp, i in self._assigned_ids.items() if i in by_id}
+        self._resolve_moves()
         configs: dict[str, LogConfig] = {}  # per topic: one LogConfig for all its partitions
+        futures = []  # (dir, entry, clean) of the future replicas, loaded once the current ones are
         for d in self.log_dirs:
             with os.scandir(d) as it:
                 dir_entries = sorted((e.name, e.is_dir()) for e in it)
@@ -195,7 +252,10 @@ class LogManager:
                     log.info("Removing partially deleted log directory %s", path)
                     shutil.rmtree(path, ignore_errors=True)
                     continue
-                if entry.endswith(("-future", "-stray")):
+                if entry.endswith("-future"):
+                    futures.append((d, entry, clean))
+                    continue
+                if entry.endswith("-stray"):
                     log.warning("Ignoring log directory %s", path)
                     continue
                 from minikafka.storage.log import parse_topic_partition_name
@@ -227,6 +287,8 @@ class LogManager:
                                   log_start_offset=starts.get(tp, 0), recovery_point=recovery.get(tp, 0),
                                   had_clean_shutdown=clean)
                 self._register(ulog, d)
+        for d, entry, clean in futures:
+            self._load_future(d, entry, clean, topics_store, configs)
         # topics whose partition directories are missing (e.g. removed by hand): recreate them empty
         for name, info in topics_store.items():
             self._topics[name] = info
@@ -251,6 +313,7 @@ class LogManager:
         batch is (storage.leader_epoch), so a start writes no file per partition."""
         for tp, ulog in self._logs.items():
             self._leader_epochs[tp] = max(self._leader_epochs.get(tp, 0), ulog.leader_epoch) + 2
+        self.quorum_epoch += 1   # the one voter elects itself again
         self._write_topics_store()
 
         for tp, ulog in self._logs.items():
@@ -260,6 +323,11 @@ class LogManager:
     def _sync_leader_epoch_caches(logs: list[UnifiedLog]) -> None:
         """fsync the epoch cache files of new partitions (in parallel)."""
         _in_parallel(lambda ulog: ulog.leader_epoch_cache.flush(), logs)
+
+    @property
+    def metadata_directory_id(self):
+        """The directory id of the first log dir, which holds the metadata (Kafka's metadata.log.dir)."""
+        return uuid_from_base64(self.directory_ids[self.log_dirs[0]])
 
     def leader_epoch(self, topic: str, partition: int) -> int:
         """The partition's current leader epoch (-1 if there is no such partition)."""
@@ -322,6 +390,11 @@ class LogManager:
                       self._topics_path, e)
             return {}
         self._topics_text = text
+        quorum = doc.get("quorum") or {}
+        try:
+            self.quorum_epoch, self.metadata_offset = int(quorum.get("epoch", 0)), int(quorum.get("offset", 0))
+        except (TypeError, ValueError):
+            log.error("Ignoring a malformed quorum entry in %s", self._topics_path)
         out = {}
         for name, t in doc.get("topics", {}).items():
             try:
@@ -329,27 +402,52 @@ class LogManager:
                                       {str(k): str(v) for k, v in t.get("configs", {}).items()})
                 for p, epoch in enumerate(t.get("leader_epochs", [])):  # absent: written before epochs moved
                     self._leader_epochs[(name, p)] = int(epoch)
+                for p, dir_id in enumerate(t.get("log_dirs", [])):  # absent: written before log dir moves
+                    if dir_id:
+                        self._assigned_ids[(name, p)] = str(dir_id)
             except (KeyError, ValueError) as e:
                 log.error("Ignoring malformed entry for topic %s in %s: %s", name, self._topics_path, e)
         return out
 
     def _write_topics_store(self) -> None:
-        doc = {"version": 1, "topics": {
-            name: {"topic_id": uuid_to_base64(t.topic_id), "num_partitions": t.num_partitions,
-                   "configs": dict(t.configs),
-                   "leader_epochs": [self._leader_epochs.get((name, p), 0) for p in range(t.num_partitions)]}
-            for name, t in sorted(self._topics.items())}}
-        text = json.dumps(doc, indent=1, sort_keys=True) + "\n" if self._topics or self._topics_text else ""
-        if text != self._topics_text:  # (a start without topics, or whose epochs did not move, writes none)
-            atomic_write(self._topics_path, text)
-            self._topics_text = text
+        """Write TOPICS_FILE if anything in it changed; each write is one more metadata offset."""
+        def text(offset: int) -> str:
+            if not (self._topics or self._topics_text):
+                return ""  # (a start without topics writes none)
+            doc = {"version": 1, "quorum": {"epoch": self.quorum_epoch, "offset": offset}, "topics": {
+                name: {"topic_id": uuid_to_base64(t.topic_id), "num_partitions": t.num_partitions,
+                       "configs": dict(t.configs),
+                       "leader_epochs": [self._leader_epochs.get((name, p), 0) for p in range(t.num_partitions)],
+                       "log_dirs": [self._assigned_dir_id((name, p)) for p in range(t.num_partitions)]}
+                for name, t in sorted(self._topics.items())}}
+            return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+        if text(self.metadata_offset) != self._topics_text:
+            new = text(self.metadata_offset + 1)
+            atomic_write(self._topics_path, new)
+            self._topics_text = new
+            self.metadata_offset += 1
+
+    def _assigned_dir_id(self, tp: tuple[str, int]) -> str | None:
+        d = self._assigned.get(tp) or self._log_dir_of.get(tp)
+        return self.directory_ids.get(d) if d is not None else None
 
     # ------------------------------------------------------------------ helpers
     def _register(self, ulog: UnifiedLog, log_dir: str) -> None:
         tp = (ulog.topic, ulog.partition)
         self._logs[tp] = ulog
         self._log_dir_of[tp] = log_dir
+        self._assigned[tp] = log_dir
         ulog.on_log_start_offset_change = self._on_log_start_offset_change
+        ulog.on_append = self._count_append
+        if self.flush_requests is not None:
+            ulog.on_flush_needed = self._request_flush
+
+    def _count_append(self) -> None:
+        self.appends += 1
+
+    def _request_flush(self, ulog: UnifiedLog, upto: int) -> None:
+        if upto > self.flush_requests.get(ulog, -1):
+            self.flush_requests[ulog] = upto
 
     def _on_log_start_offset_change(self, ulog: UnifiedLog) -> None:
         d = self._log_dir_of.get((ulog.topic, ulog.partition))
@@ -359,7 +457,7 @@ class LogManager:
     def _next_log_dir(self) -> str:
         """The log dir holding the fewest partitions (Kafka's ``nextLogDirs``)."""
         counts = {d: 0 for d in self.log_dirs}
-        for d in self._log_dir_of.values():
+        for d in list(self._log_dir_of.values()) + list(self._future_dir_of.values()):
             counts[d] = counts.get(d, 0) + 1
         return min(self.log_dirs, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
@@ -438,9 +536,13 @@ class LogManager:
         info = self._require_topic(name)
         doomed = []
         for p in range(info.num_partitions):
+            future = self.abandon_future((name, p))
+            if future is not None:
+                doomed.append(future.dir)  # (renamed; its mover closes it)
             ulog = self._logs.pop((name, p), None)
             self._log_dir_of.pop((name, p), None)
             self._leader_epochs.pop((name, p), None)
+            self._assigned.pop((name, p), None)
             if ulog is None:
                 continue
             ulog.close()
@@ -516,6 +618,214 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._log_dir_of.get((topic, partition))
 
+    # ------------------------------------------------------------------ moves between log dirs
+    # Kafka's future replicas (AlterReplicaLogDirs): a partition moving to another log dir is
+    # copied into <target>/<topic>-<partition>.<id>-future while its current replica keeps
+    # serving; once the copy has caught up, the swap (replace_current_with_future) first assigns
+    # the partition to the target dir in TOPICS_FILE (the commit point, as Kafka's controller
+    # records the new directory before the broker promotes the copy), then renames the copy to
+    # <topic>-<partition> and the old replica to <topic>-<partition>.<id>-delete. A restart
+    # finishes whatever a crash interrupted by the assignment (_resolve_moves): exactly one copy
+    # is the partition's, the other goes.
+    def future_log(self, topic: str, partition: int) -> UnifiedLog | None:
+        return self._future_logs.get((topic, partition))
+
+    def future_logs(self) -> list[UnifiedLog]:
+        return list(self._future_logs.values())
+
+    def future_log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._future_dir_of.get((topic, partition))
+
+    def check_log_dir(self, path: str) -> str:
+        """``path`` as one of ``log.dirs`` (Kafka compares the absolute path as given), else
+        LOG_DIR_NOT_FOUND."""
+        if path not in self.log_dirs:
+            raise KafkaError(ErrorCode.LOG_DIR_NOT_FOUND, f"Log dir {path} is not found in the config.")
+        return path
+
+    def create_future(self, topic: str, partition: int, log_dir: str) -> UnifiedLog:
+        """Start the copy of a partition in ``log_dir``: an empty future replica beginning at the
+        current replica's first batch at its log start offset. Its dir's checkpoints name it at
+        once, so no older entry there is taken for it after a crash."""
+        tp = (topic, partition)
+        current = self._logs[tp]
+        from minikafka.storage.log import UnifiedLog
+        path = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}-future")
+        start = current.log_start_offset
+        if start < current.log_end_offset:
+            start = current.batch_base_at(start)
+        future = UnifiedLog(path, topic, partition, self._configs[topic], topic_id=current.topic_id,
+                            log_start_offset=start)
+        fsync_dir(log_dir)
+        self._future_logs[tp] = future
+        self._future_dir_of[tp] = log_dir
+        self.checkpoint()
+        log.info("Created the future replica of %s-%d in %s (moving from %s)", topic, partition, log_dir,
+                 self._log_dir_of[tp])
+        return future
+
+    def abandon_future(self, tp: tuple[str, int]) -> UnifiedLog | None:
+        """Cancel a partition's move: its future replica's dir is renamed ``-delete`` now (a restart
+        then removes it, rather than resuming the move) and the replica is forgotten; its mover
+        closes it and removes the dir. Returns the abandoned replica (None if there was none)."""
+        future = self._future_logs.pop(tp, None)
+        d = self._future_dir_of.pop(tp, None)
+        if future is None:
+            return None
+        target = f"{future.dir.rsplit('.', 1)[0]}.{uuid.uuid4().hex}-delete"
+        try:
+            os.rename(future.dir, target)
+            fsync_dir(d)
+            future.dir = target
+        except OSError as e:
+            log.error("Cannot rename %s for deletion: %s", future.dir, e)
+        log.info("Removed the future replica of %s-%d in %s", tp[0], tp[1], d)
+        return future
+
+    def replace_current_with_future(self, topic: str, partition: int,
+                                    fault: Callable[[str], None] | None = None) -> UnifiedLog:
+        """The swap, once the future replica holds everything the current one does and is
+        flushed (the caller made sure, with no append in between): assign the partition to the
+        future's dir (commit point), rename the future replica's dir to the partition's, the old
+        one's to ``-delete``. Returns the partition's log from now on (the future replica
+        reopened under its new name); the old replica is closed, its dir removed by the caller
+        (:meth:`remove_deleted_dir`). ``fault(point)`` is called between the steps (the broker's
+        fault injection: ``logdir.before_commit``, ``.after_commit``, ``.after_future_rename``,
+        ``.after_swap``)."""
+        fault = fault or (lambda point: None)
+        tp = (topic, partition)
+        current, future = self._logs[tp], self._future_logs[tp]
+        source, target = self._log_dir_of[tp], self._future_dir_of[tp]
+        if future.log_end_offset != current.log_end_offset:
+            raise RuntimeError(f"{topic}-{partition}: the future replica ends at {future.log_end_offset}, "
+                               f"the current one at {current.log_end_offset}")
+        if current.log_start_offset > future.log_start_offset:
+            future.delete_records_before(current.log_start_offset)
+        if future.leader_epoch_cache.latest_epoch != current.leader_epoch:
+            future.become_leader(current.leader_epoch)
+        future.flush()
+        future.close()
+        fault("logdir.before_commit")
+        # commit point: the partition's dir is the target from now on
+        self._assigned[tp] = target
+        self._write_topics_store()
+        fault("logdir.after_commit")
+        name = os.path.join(target, f"{topic}-{partition}")
+        os.rename(future.dir, name)
+        fsync_dir(target)
+        fault("logdir.after_future_rename")
+        verifications = current.producer_state.verifications
+        start, recovery = current.log_start_offset, future.recovery_point
+        current.close()
+        doomed = f"{current.dir}.{uuid.uuid4().hex}-delete"
+        os.rename(current.dir, doomed)
+        fsync_dir(source)
+        current.dir = doomed
+        fault("logdir.after_swap")
+        from minikafka.storage.log import UnifiedLog
+        moved = UnifiedLog(name, topic, partition, self._configs[topic], topic_id=current.topic_id,
+                           log_start_offset=start, recovery_point=recovery)
+        moved.become_leader(current.leader_epoch, write=False)
+        moved.producer_state.verifications.update(verifications)  # transactional appends verified meanwhile
+        del self._future_logs[tp], self._future_dir_of[tp]
+        self._register(moved, target)
+        self.checkpoint()
+        log.info("The current replica of %s-%d is replaced with the future replica: moved from %s to %s",
+                 topic, partition, source, target)
+        return moved
+
+    @staticmethod
+    def remove_deleted_dir(path: str) -> None:
+        """Remove a ``-delete`` dir (a moved partition's old replica, a cancelled future one);
+        any thread. A crash meanwhile leaves it for the next start, which removes it."""
+        shutil.rmtree(path, ignore_errors=True)
+
+    def _resolve_moves(self) -> None:
+        """Finish the moves a crash interrupted, before anything is loaded (Kafka's
+        recoverAbandonedFutureLogs, by the directory assignment): a future replica in the dir
+        the partition is assigned to passed the commit point and becomes the partition's log
+        (the old copy goes); of two current copies (a crash between the swap's renames) the one
+        in the assigned dir stays. Any other future replica is a copy still being made: its move
+        goes on after the start."""
+        from minikafka.storage.log import parse_topic_partition_name
+        currents: dict[tuple[str, int], list[str]] = {}
+        futures: dict[tuple[str, int], list[tuple[str, str]]] = {}
+        for d in self.log_dirs:
+            with os.scandir(d) as it:
+                names = sorted(e.name for e in it if e.is_dir())
+            for name in names:
+                if name.endswith("-future"):
+                    tp = parse_future_dir_name(name)
+                    if tp is not None:
+                        futures.setdefault(tp, []).append((d, name))
+                elif not name.endswith(("-delete", "-stray")):
+                    tp = parse_topic_partition_name(name)
+                    if tp is not None:
+                        currents.setdefault(tp, []).append(d)
+        for tp in sorted(set(currents) | set(futures)):
+            cs, fs = currents.get(tp, []), futures.get(tp, [])
+            if len(cs) <= 1 and not fs:
+                continue
+            assigned = self._assigned.get(tp)
+            name = f"{tp[0]}-{tp[1]}"
+            promote = next((f for f in fs if f[0] == assigned and assigned not in cs), None)
+            if promote is None and not cs and fs:
+                promote = fs[0]
+                log.warning("Partition %s-%d has a future replica in %s and no current one: promoting it",
+                            tp[0], tp[1], promote[0])
+            if promote is not None:
+                log.info("Completing the move of %s-%d to %s interrupted by a crash", tp[0], tp[1], promote[0])
+                for d in cs:
+                    self._doom(os.path.join(d, name))
+                os.rename(os.path.join(promote[0], promote[1]), os.path.join(promote[0], name))
+                fsync_dir(promote[0])
+                self._assigned[tp] = promote[0]
+                fs = [f for f in fs if f is not promote]
+                cs = [promote[0]]
+            elif len(cs) > 1:
+                keep = assigned if assigned in cs else cs[0]
+                log.warning("Partition %s-%d has copies in %s: keeping the one in %s", tp[0], tp[1], cs, keep)
+                for d in cs:
+                    if d != keep:
+                        self._doom(os.path.join(d, name))
+                cs = [keep]
+            kept = False
+            for d, fname in fs:
+                if not kept and d not in cs:
+                    kept = True  # loaded as the future replica: the move resumes
+                    continue
+                self._doom(os.path.join(d, fname))
+
+    @staticmethod
+    def _doom(path: str) -> None:
+        target = f"{path.rsplit('-future', 1)[0] if path.endswith('-future') else path}.{uuid.uuid4().hex}-delete"
+        log.info("Removing %s", path)
+        os.rename(path, target)
+        fsync_dir(os.path.dirname(path))
+        shutil.rmtree(target, ignore_errors=True)
+
+    def _load_future(self, d: str, entry: str, clean: bool, topics_store: dict, configs: dict) -> None:
+        tp = parse_future_dir_name(entry)
+        path = os.path.join(d, entry)
+        info = topics_store.get(tp[0]) if tp is not None else None
+        if tp is None or info is None or tp not in self._logs or tp in self._future_logs:
+            log.warning("Removing future replica %s: no partition of a known topic to move", path)
+            self._doom(path)
+            return
+        config = configs.get(tp[0])
+        if config is None:
+            config = configs[tp[0]] = self._config_for(info.configs)
+        checkpoints = self._checkpointed.get(d, {})
+        from minikafka.storage.log import UnifiedLog
+        future = UnifiedLog(path, tp[0], tp[1], config, topic_id=info.topic_id,
+                            log_start_offset=checkpoints.get(LOG_START_OFFSET_CHECKPOINT, {}).get(tp, 0),
+                            recovery_point=checkpoints.get(RECOVERY_POINT_CHECKPOINT, {}).get(tp, 0),
+                            had_clean_shutdown=clean)
+        self._future_logs[tp] = future
+        self._future_dir_of[tp] = d
+        log.info("Loaded the future replica of %s-%d in %s at offset %d: its move goes on", tp[0], tp[1], d,
+                 future.log_end_offset)
+
     def cleanup(self, now_ms: int | None = None) -> int:
         """Retention for every log; returns the number of segments deleted."""
         if now_ms is None:
@@ -560,7 +870,10 @@ class LogManager:
         known[name] = entries
 
     def _logs_in(self, d: str) -> list[UnifiedLog]:
-        return [self._logs[tp] for tp, ld in self._log_dir_of.items() if ld == d and tp in self._logs]
+        """The logs in dir ``d``: current replicas and future ones (whose offsets Kafka checkpoints
+        in their dir alike)."""
+        return ([self._logs[tp] for tp, ld in self._log_dir_of.items() if ld == d and tp in self._logs]
+                + [self._future_logs[tp] for tp, ld in self._future_dir_of.items() if ld == d])
 
     def _checkpoint_log_start_offsets(self, d: str, logs: list[UnifiedLog] | None = None) -> None:
         if logs is None:
@@ -575,8 +888,10 @@ class LogManager:
         if self._closed:
             return
         self.flush_all()
+        for ulog in self._future_logs.values():
+            ulog.flush()
         self.checkpoint()
-        for ulog in self._logs.values():
+        for ulog in list(self._logs.values()) + list(self._future_logs.values()):
             ulog.close()
         self._closed = True
         for d in self.log_dirs:

@@ -66,3 +66,24 @@ class AclStore:
     def save(self, rows: list[list]) -> None:
         atomic_write(self.path, json.dumps(rows, indent=0))
         self.rows = [list(r) for r in rows]
+
+
+TOKENS_FILE = "delegation-tokens.json"
+
+
+class DelegationTokenStore:
+    """Delegation tokens (KIP-48), without their HMACs (made again from the token id and
+    delegation.token.secret.key): token id -> owner, requester and renewers (principals as
+    "Type:name"), issue, expiry and max timestamps (ms). Rewritten atomically on every change."""
+
+    def __init__(self, log_dir: str):
+        self.path = os.path.join(log_dir, TOKENS_FILE)
+        try:
+            with open(self.path, "rb") as f:
+                self.tokens: dict[str, dict] = json.loads(f.read() or b"{}")
+        except FileNotFoundError:
+            self.tokens = {}
+
+    def save(self, tokens: dict[str, dict]) -> None:
+        atomic_write(self.path, json.dumps(tokens, indent=1, sort_keys=True))
+        self.tokens = tokens

@@ -126,20 +126,28 @@ def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared", "kafka-protocol")
     old_dir, new_dir = os.path.join(src, "messages"), os.path.join(src, "messages-4x")
     apis, data = {}, {}
+    # the 4.x specs by (API key, kind): an API may have been renamed since the snapshot
+    # (74: ListClientMetricsResources is ListConfigResources from Kafka 4.1 on, KIP-1142)
+    newer_specs = {}
+    for fn in sorted(os.listdir(new_dir)):
+        spec = load(os.path.join(new_dir, fn))
+        if spec["type"] in ("request", "response"):
+            newer_specs[spec["apiKey"], spec["type"]] = spec
     for fn in sorted(os.listdir(old_dir)):
         spec = load(os.path.join(old_dir, fn))
         kind = spec["type"]
         if kind in ("request", "response"):
             layouts = []
-            newer = os.path.join(new_dir, fn)
-            # The 4.x set is authoritative for the versions it covers; the older
-            # snapshot supplies versions 4.x dropped (still sent by old clients).
-            if os.path.exists(newer):
-                layouts.append(compact_message(load(newer)))
+            newer = newer_specs.get((spec["apiKey"], kind))
+            # The 4.x set is authoritative for the versions it covers (and for the API's
+            # name); the older snapshot supplies versions 4.x dropped (still sent by old clients).
+            if newer is not None:
+                layouts.append(compact_message(newer))
             layouts.append(compact_message(spec))
             entry = apis.setdefault(str(spec["apiKey"]), {})
             entry[kind] = layouts
-            entry["name"] = spec["name"][: -len("Request")] if kind == "request" else entry.get("name")
+            if kind == "request":
+                entry["name"] = (newer or spec)["name"][: -len("Request")]
         elif kind in ("header", "data"):
             data[spec["name"]] = compact_message(spec)
     add_known_versions(apis)

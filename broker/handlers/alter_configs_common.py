@@ -32,6 +32,9 @@ from .. import group_configs
 from .common import topic_name_error
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+# the broker quotas Kafka sets only dynamically (DynamicConfig.Broker) that minikafka applies: the
+# throttle of partition moves between log dirs (broker/log_dirs.py)
+QUOTA_BROKER_CONFIGS = frozenset({"replica.alter.log.dirs.io.max.bytes.per.second"})
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
@@ -177,6 +180,12 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
         elif op != SET:
             raise UnknownOperation()
         elif c.name in DYNAMIC_BROKER_CONFIGS:
+            current[c.name] = c.value
+        elif c.name in QUOTA_BROKER_CONFIGS:
+            # Kafka's dynamic-only broker quotas (no server.properties key): a LONG, at least 0
+            if not c.value.lstrip("-").isdigit() or int(c.value) < 0:
+                raise KafkaError(ErrorCode.INVALID_CONFIG,
+                                 f"Invalid value {c.value} for configuration {c.name}: Value must be at least 0")
             current[c.name] = c.value
         elif known:
             static.append(c.name)

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from minikafka.protocol.errors import ErrorCode
-from ..security.authorizer import (ALTER, CLUSTER, CLUSTER_ACTION, DELETE, DESCRIBE, GROUP, READ,
-                                   TRANSACTIONAL_ID, WRITE)
+from ..security.authorizer import (ALTER, ALTER_CONFIGS, CLUSTER, CLUSTER_ACTION, DELETE, DESCRIBE,
+                                   DESCRIBE_CONFIGS, GROUP, READ, TRANSACTIONAL_ID, WRITE)
 
 CLUSTER_REFUSED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -109,16 +109,31 @@ AUTHORIZATION: dict[int, Auth] = {
                      "a group (GROUP_AUTHORIZATION_FAILED), the cluster for a broker, broker logger or client "
                      "metrics resource (CLUSTER_AUTHORIZATION_FAILED)"),
     33: Auth(handler="AlterConfigs: ALTER_CONFIGS on each resource, as DescribeConfigs"),
+    34: Auth(whole=(cluster(ALTER),)),
     35: Auth(whole=(cluster(DESCRIBE),)),
     36: Auth(none="SaslAuthenticate is authentication: it comes before any principal exists"),
     37: Auth(handler="CreatePartitions: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED)"),
+    38: Auth(handler="CreateDelegationToken: refused (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED) over PLAINTEXT, "
+                     "over SSL without a client certificate and in a session authenticated with a token; "
+                     "for another owner CREATE_TOKENS on that USER (DELEGATION_TOKEN_AUTHORIZATION_FAILED)"),
+    39: Auth(handler="RenewDelegationToken: refused as CreateDelegationToken's connections; only the token's "
+                     "owner or a renewer (DELEGATION_TOKEN_OWNER_MISMATCH)"),
+    40: Auth(handler="ExpireDelegationToken: as RenewDelegationToken"),
+    41: Auth(handler="DescribeDelegationToken: refused as CreateDelegationToken's connections; only the tokens "
+                     "the principal owns or renews, may DESCRIBE (DELEGATION_TOKEN, the token id) or whose "
+                     "owner it may DESCRIBE_TOKENS (USER)"),
     42: Auth(handler="DeleteGroups: DELETE on each group (GROUP_AUTHORIZATION_FAILED)"),
     43: Auth(whole=(cluster(ALTER),)),
     44: Auth(handler="IncrementalAlterConfigs: ALTER_CONFIGS on each resource, as DescribeConfigs"),
+    45: Auth(whole=(cluster(ALTER),)),     # ControllerApis (forwarded)
+    46: Auth(whole=(cluster(DESCRIBE),)),  # ControllerApis (forwarded)
     47: Auth(whole=(group(DELETE),),
              handler="OffsetDelete: READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED)"),
+    48: Auth(whole=(cluster(DESCRIBE_CONFIGS),)),
+    49: Auth(whole=(cluster(ALTER_CONFIGS),)),
     50: Auth(whole=(cluster(DESCRIBE),)),
     51: Auth(whole=(cluster(ALTER),)),
+    55: Auth(whole=(cluster(DESCRIBE),)),  # ControllerApis (forwarded)
     57: Auth(whole=(cluster(ALTER),)),
     60: Auth(none="DescribeCluster is answered to anyone; its authorized operations are the principal's"),
     61: Auth(handler="DescribeProducers: READ on each topic (its partitions TOPIC_AUTHORIZATION_FAILED)"),
@@ -131,6 +146,7 @@ AUTHORIZATION: dict[int, Auth] = {
     69: Auth(handler="ConsumerGroupDescribe: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); a group "
                      "whose assignments name a topic without DESCRIBE is TOPIC_AUTHORIZATION_FAILED; "
                      "authorized operations are the principal's"),
+    74: Auth(whole=(cluster(DESCRIBE_CONFIGS),)),
     75: Auth(handler="DescribeTopicPartitions: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED), topics "
                      "left out of an every-topic answer"),
 }

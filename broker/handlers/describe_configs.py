@@ -2,7 +2,7 @@
 dynamic settings, GROUP configs (KIP-848) and loggers."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.config import describe_configs
-from ..config import DEFS, DYNAMIC_BROKER_CONFIGS, LONG_MAX
+from ..config import DEFS, DYNAMIC_BROKER_CONFIGS, LONG_MAX, SENSITIVE
 from .. import group_configs
 from . import alter_configs_common as ac, loggers
 from .common import topic_name_error
@@ -12,7 +12,7 @@ TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 # ConfigSource / ConfigType values from DescribeConfigsResponse
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG = 4, 5, 6
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST = 1, 2, 3, 5, 6, 7
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_DOUBLE, TYPE_LIST, TYPE_PASSWORD = 1, 2, 3, 5, 6, 7, 9
 # "*.ms" keys Kafka types INT (the rest of "*.ms" are LONG)
 # Kafka's internal keys: accepted, never described
 _INTERNAL = frozenset({"log.initial.task.delay.ms"})
@@ -118,8 +118,11 @@ def _broker_configs(broker, name: str, include_synonyms: bool):
         source = layers[0][1] if layers else DEFAULT_CONFIG
         if name == "":
             text = default_dyn[key]
+        sensitive = key in SENSITIVE
+        if sensitive:  # Kafka's PASSWORD configs: described without their value
+            text, ctype, layers = None, TYPE_PASSWORD, [(None, src) for _, src in layers]
         out.append({"name": key, "value": text, "read_only": key not in DYNAMIC_BROKER_CONFIGS,
-                    "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": False,
+                    "is_default": source == DEFAULT_CONFIG, "config_source": source, "is_sensitive": sensitive,
                     "synonyms": [{"name": key, "value": v, "source": src} for v, src in layers]
                     if include_synonyms else [],
                     "config_type": ctype, "documentation": doc})

@@ -26,7 +26,9 @@ import trio
 from ..security.authorizer import READ, TOPIC
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
+from minikafka.protocol import schema
 from ..broker import now_ms
+from ..quotas import quota_now_ms
 from ..fetch_session import ZERO_UUID, PartitionData, ShardLookupError, partition_key
 from .common import check_leader_epoch
 
@@ -91,7 +93,8 @@ def _to_forget(broker, req, by_id: bool) -> list:
             for t in req.forgotten_topics_data for p in t.partitions]
 
 
-def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchanged: bool = False):
+def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchanged: bool = False,
+              quota_cap: float | None = None):
     """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
     read, answer now (a read failed or diverged, or nothing was readable), fenced).
 
@@ -102,6 +105,10 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
     committed = req.isolation_level == 1
     # Kafka's KafkaApis: min(the request's max_bytes, fetch.max.bytes); v0-2 ask for no limit
     remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, broker.config["fetch.max.bytes"])
+    if quota_cap is not None:
+        # a consumer under a consumer_byte_rate quota gets no more than its quota allows in one
+        # window without certain throttling (Kafka's getMaxValueInQuotaWindow)
+        remaining = min(remaining, int(quota_cap))
     total, now, fenced, readable_count = 0, False, False, 0
     answered, erroneous = [], []
     get_log = broker.replicas.get_log
@@ -209,6 +216,27 @@ def _unknown_server_error(req, by_id: bool) -> dict:
                           for t in req.topics]}
 
 
+def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
+    """Kafka's fetch throttling: the request time so far and the answer's size counted against the
+    client's quotas before the answer is made; a throttled client gets an empty answer (its size
+    taken back from its byte rate) with throttle_time_ms, and the session is left as it was."""
+    request_throttle = conn.request_quota_throttle()
+    fetch_throttle, size = 0, 0
+    if quotas.fetch.enabled:
+        body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": _group(answered)}
+        # Kafka's FetchResponse.sizeOf: 4 + the body's size (the frame without its response header)
+        header = 5 if schema.response_header_version(1, version) >= 1 else 4
+        size = sum(len(p) for p in schema.encode_response_parts(1, version, 0, body)) - header
+        fetch_throttle = quotas.fetch.record(conn.principal, conn.client_id, size, quota_now_ms())
+    throttle = max(request_throttle, fetch_throttle)
+    if not throttle:
+        return None
+    if size:
+        quotas.fetch.unrecord(conn.principal, conn.client_id, size, quota_now_ms())
+    error, session_id = ctx.throttled()
+    return {"throttle_time_ms": throttle, "error_code": error, "session_id": session_id, "responses": []}
+
+
 async def handle(conn, header, req):
     broker = conn.broker
     version = header.api_version
@@ -227,13 +255,20 @@ async def handle(conn, header, req):
         allowed = {t: conn.authorize(READ, TOPIC, t) for t in {pd.topic for _, pd in parts if pd.topic}}
         readable = allowed.__getitem__
     omit = ctx.omits_unchanged
+    quotas = broker.quotas
+    cap = quotas.fetch.max_value_in_window(conn.principal, conn.client_id) if quotas is not None else None
+    min_bytes = req.min_bytes if cap is None else min(req.min_bytes, int(cap))
     while True:
         event = broker.replicas.data_event
-        answered, total, now, fenced = _read_all(broker, parts, req, version, readable, omit)
-        if now or total >= req.min_bytes or trio.current_time() >= deadline:
+        answered, total, now, fenced = _read_all(broker, parts, req, version, readable, omit, cap)
+        if now or total >= min_bytes or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await event.wait()
+    if quotas is not None and quotas.any_client_quota:
+        throttled = _throttled(conn, quotas, ctx, answered, version)
+        if throttled is not None:
+            return throttled
     error, session_id, out = ctx.respond(answered, now_ms())
     body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": _group(out)}
     if fenced:

@@ -2,8 +2,6 @@
 txn_offset_commit, ...). Not an API module (not in handlers.APIS)."""
 from __future__ import annotations
 
-import trio
-
 from ..broker import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
 from ..security.authorizer import GROUP, SUPPORTED_OPS
 
@@ -17,13 +15,11 @@ def coordinator(conn):
     return conn.broker.group_coordinator
 
 
-async def wait_for(waiter):
-    """Wait (without blocking other connections) for a coordinator Waiter."""
-    if not waiter.done:
-        ev = trio.Event()
-        waiter.add_done_callback(lambda _result: ev.set())
-        await ev.wait()
-    return waiter.result
+async def wait_for(conn, waiter):
+    """The answer a coordinator Waiter holds, once given (without blocking other connections);
+    what the request did before (appends, answers to other members) is looked at first."""
+    conn.broker.after_work()
+    return await conn.broker.pending_answers.wait(waiter)
 
 
 def client_host(conn) -> str:

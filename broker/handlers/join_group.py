@@ -24,7 +24,7 @@ async def handle(conn, header, req):
         req.rebalance_timeout_ms if v >= 1 else req.session_timeout_ms, req.protocol_type, protocols,
         require_known_member_id=v >= 4, now_ms=now_ms(), reason=req.reason if v >= 8 else None,
         supports_skip_assignment=v >= 9)
-    res = dict(await wait_for(waiter))
+    res = dict(await wait_for(conn, waiter))
     if v < 7 and res.get("protocol_name") is None:
         res["protocol_name"] = ""  # not nullable before v7
     if res.get("leader") is None:

@@ -1,5 +1,6 @@
 """Metadata (3): this single node leads every partition (at the partition's leader epoch);
-auto-creates topics per config."""
+auto-creates topics per config. v13 adds a top-level error code (KIP-1102, REBOOTSTRAP_REQUIRED),
+which a broker that is not a proxy leaves at 0 (recorded: newest/metadata_v13)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
 from ..security import authorizer as acl
@@ -109,4 +110,5 @@ async def handle(conn, header, req):
         "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)
                                           if 8 <= version <= 10 and req.include_cluster_authorized_operations
                                           else NO_AUTH_OPS),
+        "error_code": 0,  # v13 (KIP-1102): Kafka's broker sets no top-level error
     }

@@ -18,7 +18,7 @@ async def handle(conn, header, req):
     waiter = coordinator(conn).sync_group(
         req.group_id, req.generation_id, req.member_id, req.group_instance_id if v >= 3 else None,
         req.protocol_type if v >= 5 else None, req.protocol_name if v >= 5 else None, assignments, now_ms())
-    res = dict(await wait_for(waiter))
+    res = dict(await wait_for(conn, waiter))
     res["throttle_time_ms"] = 0
     if res.get("assignment") is None:
         res["assignment"] = b""

@@ -136,15 +136,20 @@ def salted_password(mechanism: str, password: str, salt: bytes, iterations: int)
 
 class ScramServer:
     """RFC 5802 server: client-first -> server-first, client-final -> server-final.
-    ``lookup(user)`` -> (salt, stored_key, server_key, iterations) or None."""
+    ``lookup(user)`` -> (salt, stored_key, server_key, iterations) or None. With the extension
+    ``tokenauth=true`` the user name is a delegation token's id (``tokens``, a
+    DelegationTokenManager): its credential is the token's, the session its owner's
+    (``token_id`` set), as Kafka's ScramSaslServer."""
 
-    def __init__(self, mechanism: str, lookup):
+    def __init__(self, mechanism: str, lookup, tokens=None):
         self.mechanism = mechanism
         self.hash = SCRAM_HASHES[mechanism]
         self.lookup = lookup
+        self.tokens = tokens
         self.state = "first"
         self.complete = False
         self.username = None
+        self.token_id = None
 
     def _fail(self):
         # ScramSaslServer throws a plain SaslException; SaslServerAuthenticator sends this instead
@@ -167,10 +172,16 @@ class ScramServer:
         if not m:
             self._fail()
         username = m.group(4).replace("=2C", ",").replace("=3D", "=")
-        extensions = m.group(6) or ""
-        if "tokenauth=" in extensions:  # delegation tokens are not implemented
-            self._fail()
-        cred = self.lookup(username)
+        extensions = dict(kv.partition("=")[::2] for kv in (m.group(6) or "").split(",")[1:])
+        if extensions.get("tokenauth", "").lower() == "true":
+            owner = self.tokens.owner(username) if self.tokens is not None else None
+            if owner is None:
+                self._fail()  # Kafka: "Token Authentication failed: Invalid tokenId", sent as this
+            cred = self.tokens.scram_credential(username, self.mechanism)
+            self.token_expiry = self.tokens.tokens[username]["expiry"]
+            self.token_id, username = username, owner
+        else:
+            cred = self.lookup(username)
         if cred is None:
             self._fail()
         self.username = username
@@ -206,7 +217,7 @@ class ScramServer:
         return b"v=" + base64.b64encode(server_signature)
 
 
-def new_server(mechanism: str, listener: Listener, scram_lookup):
+def new_server(mechanism: str, listener: Listener, scram_lookup, tokens=None):
     if mechanism == "PLAIN":
         return PlainServer(listener.plain_users)
-    return ScramServer(mechanism, lambda user: scram_lookup(user, mechanism))
+    return ScramServer(mechanism, lambda user: scram_lookup(user, mechanism), tokens)

@@ -82,7 +82,8 @@ def connect(bootstrap: str, properties: dict[str, str] | None = None, timeout: f
     ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``ssl.truststore.location``
     (PEM; ``ssl.truststore.type=PEM``), ``ssl.keystore.location`` (PEM key + certificate),
     ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256/512) with ``sasl.jaas.config`` naming
-    ``username`` and ``password``."""
+    ``username`` and ``password`` (and ``tokenauth="true"`` for a delegation token: its id and
+    base64 HMAC)."""
     props = dict(properties or {})
     protocol = props.get("security.protocol", "PLAINTEXT").upper()
     client = WireClient.to(bootstrap, timeout=timeout, client_id=client_id)
@@ -125,6 +126,9 @@ def _sasl_login(client: WireClient, mechanism: str, jaas: str) -> None:
         raise ConnectionError(f"SASL mechanism {mechanism} is not supported by this tool")
     name = user.replace("=", "=3D").replace(",", "=2C")
     first_bare = f"n={name},r={base64.b64encode(secrets.token_bytes(18)).decode()}"
+    if options.get("tokenauth", "").lower() == "true":
+        # a delegation token (Kafka's ScramLoginModule tokenauth option): the SCRAM extension
+        first_bare += ",tokenauth=true"
     server_first = step(("n,," + first_bare).encode()).decode()
     client_final, server_final = scram_client_final(mechanism, password, first_bare, server_first)
     if step(client_final) != server_final:

@@ -31,31 +31,20 @@ VALID_PREVIOUS = {
 
 
 class Waiter:
-    """A response that is not ready yet (JoinGroup/SyncGroup long-polls).
+    """A response that is not ready yet (JoinGroup/SyncGroup long-polls): the coordinator
+    completes it; the broker looks at ``done`` after each request and timer tick (it is never
+    called back), so this module stays free of I/O."""
 
-    The coordinator completes it; the broker layer waits on it (a trio Event
-    set from a done-callback), so this module stays free of I/O."""
-
-    __slots__ = ("result", "done", "_callbacks")
+    __slots__ = ("result", "done")
 
     def __init__(self):
         self.result = None
         self.done = False
-        self._callbacks = []
 
     def complete(self, result) -> None:
         if self.done:
             return
         self.result, self.done = result, True
-        callbacks, self._callbacks = self._callbacks, []
-        for cb in callbacks:
-            cb(result)
-
-    def add_done_callback(self, cb) -> None:
-        if self.done:
-            cb(self.result)
-        else:
-            self._callbacks.append(cb)
 
 
 @dataclass

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Iterator
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import Record, build_batch, decode_batch, iter_batch_headers, parse_control_record
+
+from minikafka.coordinator.internal_topics import OFFSETS_TOPIC
 
 from .records import partition_for
 
@@ -82,22 +84,23 @@ class MemoryOffsetsStore(OffsetsStore):
 
 
 class LogOffsetsStore(OffsetsStore):
-    """`__consumer_offsets` on the storage layer.
+    """`__consumer_offsets` on the storage layer's logs (the LogManager's), made on first use
+    with ``topic_configs`` (its partitions are ``num_partitions``). As Kafka's coordinator
+    writes: producer id/epoch on the batch, no sequence, and the append is the coordinator's
+    (AppendOrigin.COORDINATOR: no client-only checks). An I/O error is the LogManager's
+    log-dir failure (the broker halts)."""
 
-    get_log(partition) -> UnifiedLog or None (topic not created yet);
-    ensure_topic() creates the topic (the broker's TopicManager.ensure_internal).
-    """
-
-    def __init__(self, num_partitions: int, get_log: Callable[[int], object], ensure_topic: Callable[[], object]):
+    def __init__(self, logs, num_partitions: int, topic_configs: dict[str, str]):
         self.num_partitions = num_partitions
-        self._get_log = get_log
-        self._ensure_topic = ensure_topic
+        self._logs = logs
+        self._topic_configs = topic_configs
 
     def _log(self, partition: int, create: bool):
-        lg = self._get_log(partition)
+        lg = self._logs.get_log(OFFSETS_TOPIC, partition)
         if lg is None and create:
-            self._ensure_topic()
-            lg = self._get_log(partition)
+            if OFFSETS_TOPIC not in self._logs.topics():
+                self._logs.create_topic(OFFSETS_TOPIC, self.num_partitions, self._topic_configs)
+            lg = self._logs.get_log(OFFSETS_TOPIC, partition)
         return lg
 
     def append(self, partition, records, now_ms, producer_id=-1, producer_epoch=-1, transactional=False):
@@ -105,11 +108,16 @@ class LogOffsetsStore(OffsetsStore):
         if lg is None:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "__consumer_offsets partition missing")
         recs = [Record(offset=i, timestamp=now_ms, key=k, value=v, headers=()) for i, (k, v) in enumerate(records)]
-        # Like Kafka's coordinator: producer id/epoch on the batch, no sequence, and the
-        # append is the coordinator's (AppendOrigin.COORDINATOR: no client-only checks).
         batch = build_batch(recs, base_offset=0, producer_id=producer_id, producer_epoch=producer_epoch,
                             base_sequence=-1, is_transactional=transactional)
-        return _append_as_coordinator(lg, batch, now_ms).base_offset
+        try:
+            return lg.append(batch, now_ms=now_ms, origin="coordinator").base_offset
+        except OSError as e:
+            self._logs.log_dir_failed(e)
+        except KafkaError as e:
+            if isinstance(e.__cause__, OSError):
+                self._logs.log_dir_failed(e.__cause__)
+            raise
 
     def read_batches(self, partition):
         lg = self._log(partition, create=False)
@@ -142,11 +150,6 @@ class LogOffsetsStore(OffsetsStore):
                 progressed = True
             if not progressed:
                 break
-
-
-def _append_as_coordinator(lg, batch: bytes, now_ms: int):
-    """UnifiedLog.append with Kafka's AppendOrigin.COORDINATOR."""
-    return lg.append(batch, now_ms=now_ms, origin="coordinator")
 
 
 class GroupWriteError(Exception):

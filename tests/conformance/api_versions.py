@@ -14,18 +14,10 @@ from __future__ import annotations
 from .golden import ABSENT
 
 # API name -> (minikafka's answer there: its range "4-16", or ABSENT, and the reason, a row of
-# DIFFERENCES.md). Issue 36 adds the APIs of NOT_YET and the newer Fetch and Metadata versions:
-# each row it makes true fails until it is deleted here.
-NOT_YET = "api-not-served-yet"
+# DIFFERENCES.md)
 NO_SHARE_GROUPS = "no-share-groups"
 NO_QUORUM = "no-kraft-quorum"
 APIS: dict[str, tuple[str, str]] = {
-    "Fetch": ("4-16", NOT_YET),
-    "Metadata": ("0-12", NOT_YET),
-    **{name: (ABSENT, NOT_YET) for name in (
-        "AlterReplicaLogDirs", "CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken",
-        "DescribeDelegationToken", "AlterPartitionReassignments", "ListPartitionReassignments",
-        "DescribeClientQuotas", "AlterClientQuotas", "DescribeQuorum", "ListClientMetricsResources")},
     **{name: (ABSENT, NO_SHARE_GROUPS) for name in (
         "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
         "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState", "DeleteShareGroupState",

@@ -85,6 +85,10 @@ class Batch:
     corrupt: Callable[[bytes], bytes] | None = None
 
 
+# an ``until`` value: the path is there, whatever its value
+PRESENT = "<present>"
+
+
 @dataclass
 class Call:
     api: ApiKey
@@ -102,6 +106,9 @@ class Call:
     # send without waiting for the answer (a JoinGroup or SyncGroup the broker holds until the
     # rebalance moves on); ``collect(save)`` reads and records it later
     defer: bool = False
+    # compare this answer's throttle_time_ms (normalize.py drops it elsewhere): a client quota's
+    # throttle, where Kafka's formula makes it exact (the first request of a fresh quota sensor)
+    throttle: bool = False
 
 
 @dataclass
@@ -147,9 +154,30 @@ SECURED_OPEN = dict(SECURED, **{"super.users": "User:admin", "allow.everyone.if.
 # "main" connection (setup, topics, ACLs) is then User:admin over SASL_PLAINTEXT, so the plain
 # listener's and an SSL client's User:ANONYMOUS needs ACLs like alice does (runner.open_main).
 SECURED_STRICT = dict(SECURED, **{"super.users": "User:admin"})
+# Delegation token scenarios (scenarios/delegation_tokens.py): SECURED with a token secret and the
+# SCRAM mechanisms a token logs in with on the SASL_PLAINTEXT listener (conn="token:NAME" speaks
+# as the owner of the token whose CreateDelegationToken answer was saved as NAME)
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+TOKENS_NO_SECRET = dict(SECURED, **{
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": _SCRAM_MODULE,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": _SCRAM_MODULE})
+TOKENS = dict(TOKENS_NO_SECRET, **{"delegation.token.secret.key": "conformance-token-secret"})
 SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "admin": "admin-secret"}
 # SSL client certificates: CN=alice is User:alice (the rule), anything else its whole DN
 SSL_PRINCIPAL_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+
+
+# Two log dirs, inside the broker's data dir ({data}: each target's own), for scenarios that move
+# partitions between dirs (AlterReplicaLogDirs). Paths normalize to "<log dir dir-a>" etc.
+TWO_LOG_DIRS = {"log.dirs": "{data}/dir-a,{data}/dir-b"}
+
+
+def log_dirs_setting(broker: dict, data_dir) -> str | None:
+    """``log.dirs`` of a scenario's broker settings with ``{data}`` made the target's data dir
+    (None: the scenario keeps the target's default, one dir)."""
+    value = broker.get("log.dirs")
+    return None if value is None else value.replace("{data}", str(data_dir))
 
 
 def sasl_listener_settings(port: int) -> dict:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from minikafka.broker.tools.wire import WireClient
 
-from .dsl import (NAMED_HOST, NAMED_LISTENER, SASL_USERS, admin_only, named_listener, sasl_listener_settings, secured,
-                  ssl_listener_settings)
+from .dsl import (NAMED_HOST, NAMED_LISTENER, SASL_USERS, admin_only, log_dirs_setting, named_listener,
+                  sasl_listener_settings, secured, ssl_listener_settings)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = "4.1.0"
@@ -135,6 +135,8 @@ class KafkaNode:
             cfg["process.roles"] = "broker"
             cfg["listeners"] = cfg["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"
         cfg.update(c.overrides)
+        if "log.dirs" in c.overrides:   # dsl.TWO_LOG_DIRS: dirs inside this node's data dir
+            cfg["log.dirs"] = log_dirs_setting(c.overrides, self.data)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.conf.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
 

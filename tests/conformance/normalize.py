@@ -17,6 +17,7 @@ Everything else (error codes, offsets, epochs, states, sequences...) is kept as 
 """
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -76,6 +77,8 @@ class Normalizer:
         self.topic_ids: dict[uuid.UUID, str] = {}
         self.sessions: dict[int, str] = {}
         self.members: dict[str, str] = {}
+        self.tokens: dict[str, str] = {}      # delegation token id -> K1, K2, ...
+        self.hmacs: dict[bytes, str] = {}     # its HMAC -> "<hmac of K1>"
         # (host, port) -> the name of the listener there ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", or
         # a named listener's name); port -> that name, for an endpoint whose host is another
         self.endpoints: dict[tuple[str, int], str] = {}
@@ -110,6 +113,13 @@ class Normalizer:
             self.topic_ids[value] = f"T{len(self.topic_ids) + 1}"
         return self.topic_ids[value]
 
+    def token(self, token_id: str, hmac) -> None:
+        """A delegation token (id and HMAC, both random or secret-dependent) by its placeholder."""
+        if token_id and token_id not in self.tokens:
+            self.tokens[token_id] = f"K{len(self.tokens) + 1}"
+        if token_id and hmac:
+            self.hmacs[bytes(hmac)] = f"<hmac of {self.tokens[token_id]}>"
+
     def endpoint(self, host, port) -> tuple[object, object]:
         """A host and port as the listener they belong to: ``<SSL host>``, ``<SSL port>``. A
         port of no listener, or a listener's port with another host, stays visible as such."""
@@ -126,6 +136,8 @@ class Normalizer:
         if isinstance(obj, Done):
             return list(obj)
         if isinstance(obj, dict):
+            if "token_id" in obj and "hmac" in obj:
+                self.token(obj["token_id"], obj["hmac"])
             out = {}
             at = self.endpoint(obj["host"], obj["port"]) if "host" in obj and "port" in obj else None
             for k, v in obj.items():
@@ -135,6 +147,7 @@ class Normalizer:
                     out[k] = at[0] if k == "host" else at[1]
                     continue
                 out[k] = self(v, k)
+            _token_lifetimes(obj, out)
             return out
         if isinstance(obj, (list, tuple)):
             return [self(v, key) for v in obj]
@@ -147,8 +160,8 @@ class Normalizer:
                 return self.session(obj)
             if key in TIMESTAMP_EXACT or key.endswith("_timestamp") or key.endswith("timestamp_ms"):
                 return obj if not isinstance(obj, int) or obj < 0 else "<ts>"
-            if key == "log_dir":   # a path on the broker's machine
-                return "<log dir>"
+            if key == "log_dir" or key == "path":   # a log dir (DescribeLogDirs, AlterReplicaLogDirs)
+                return log_dir_name(obj)
             if key in ("total_bytes", "usable_bytes"):   # the volume's size and free space
                 return obj if not isinstance(obj, int) or obj < 0 else "<bytes>"
             if key == "cluster_id":
@@ -158,14 +171,23 @@ class Normalizer:
             if key == "records" and isinstance(obj, (bytes, bytearray, memoryview)):
                 return self.batches(bytes(obj))
         if isinstance(obj, str):
+            if obj in self.tokens:
+                return self.tokens[obj]
             generated = GENERATED_MEMBER_ID.fullmatch(obj)
             if generated and (generated[1] == "conformance" or generated[1] in self.by_real):
                 member = self.members.setdefault(generated[2], f"M{len(self.members) + 1}")
                 return member if generated[1] == "conformance" else f"{self.by_real[generated[1]]}-{member}"
+            if obj not in self.by_real and ":" in obj:
+                # a principal naming one of the run's names ("User:{o}", a USER resource's name)
+                kind, _, name = obj.partition(":")
+                if name in self.by_real:
+                    return f"{kind}:{self.by_real[name]}"
             return self.by_real.get(obj, obj)
         if isinstance(obj, uuid.UUID):
             return self.topic_id(obj)
         if isinstance(obj, (bytes, bytearray, memoryview)):
+            if bytes(obj) in self.hmacs:
+                return self.hmacs[bytes(obj)]
             return self.opaque(bytes(obj)).hex()
         return obj
 
@@ -283,6 +305,21 @@ class Normalizer:
         return out
 
 
+# a delegation token's timestamps: CreateDelegationToken's answer and DescribeDelegationToken's tokens
+_TOKEN_TIMES = (("issue_timestamp_ms", "expiry_timestamp_ms", "max_timestamp_ms"),
+                ("issue_timestamp", "expiry_timestamp", "max_timestamp"))
+
+
+def _token_lifetimes(obj: dict, out: dict) -> None:
+    """A token's expiry and maximum lifetime relative to its issue time (one clock reading in both
+    brokers, so exact): "<issue>+86400000", or "<max>" for an expiry at the maximum lifetime."""
+    for issue_k, expiry_k, max_k in _TOKEN_TIMES:
+        issue, expiry, most = obj.get(issue_k), obj.get(expiry_k), obj.get(max_k)
+        if isinstance(issue, int) and isinstance(expiry, int) and isinstance(most, int) and issue > 0:
+            out[max_k] = f"<issue>+{most - issue}"
+            out[expiry_k] = "<max>" if expiry == most else f"<issue>+{expiry - issue}"
+
+
 def _copy(obj):
     """Dicts and lists copied, their leaves shared (record bytes are not copied)."""
     if isinstance(obj, dict):
@@ -290,6 +327,17 @@ def _copy(obj):
     if isinstance(obj, list):
         return [_copy(v) for v in obj]
     return obj
+
+
+def log_dir_name(path):
+    """A log dir's path on the broker's machine: ``<log dir>``, with its last component where it
+    is not the broker's data dir itself (``<log dir dir-a>`` for dsl.TWO_LOG_DIRS). A path that
+    is no directory here (a scenario's made-up one) stays as it is."""
+    import os
+    if not isinstance(path, str) or not path or not os.path.isdir(path):
+        return path
+    base = os.path.basename(path.rstrip("/"))
+    return "<log dir>" if base == "data" else f"<log dir {base}>"
 
 
 def _text(b):
@@ -303,10 +351,16 @@ def _text(b):
         return "0x" + bytes(b).hex()
 
 
-def own_entries(api: str, response, own_names, request: dict | None = None) -> None:
+def own_entries(api: str, response, own_names, request: dict | None = None, own_tokens=()) -> None:
     """Cluster-wide listings keep only this scenario's entries (before normalizing, so
     other scenarios' producer ids take no symbols)."""
-    if api == "ListTransactions":
+    if api == "DescribeClientQuotas" and response.get("entries"):
+        # entities naming another scenario's users or clients (ips and defaults: alone scenarios)
+        response["entries"] = [e for e in response.entries
+                               if not any(_foreign(x.entity_name, own_names) for x in e.entity)]
+    elif api == "DescribeDelegationToken" and response.get("tokens"):
+        response["tokens"] = [t for t in response.tokens if t.token_id in own_tokens]
+    elif api == "ListTransactions":
         response["transaction_states"] = [s for s in response.transaction_states if s.transactional_id in own_names]
     elif api == "ListGroups":
         response["groups"] = [g for g in response.groups if g.group_id in own_names]
@@ -323,6 +377,10 @@ def own_entries(api: str, response, own_names, request: dict | None = None) -> N
     elif api == "ElectLeaders" and response.get("replica_election_results"):
         response["replica_election_results"] = [r for r in response.replica_election_results
                                                 if not _foreign(r.topic, own_names)]
+    elif api == "ListConfigResources":
+        # topics and groups of other scenarios (the internal topics and the broker stay)
+        response["config_resources"] = [r for r in response.config_resources
+                                         if not _foreign(r.resource_name, own_names)]
     elif api == "DescribeLogDirs":
         # every partition of the dir (topics null): only this scenario's (the internal topics'
         # sizes follow from what other scenarios did)
@@ -407,12 +465,46 @@ def canonical(api: str, response):
             for t in d.get("topics") or []:
                 t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
             d["topics"] = sorted(d.get("topics") or [], key=lambda t: t["name"])
+    elif api == "ListConfigResources":
+        # Kafka lists each type's resources from sets and maps (topic names in hash order)
+        response["config_resources"] = sorted(response.get("config_resources") or [],
+                                              key=lambda r: (r.get("resource_type", 0), r["resource_name"]))
+    elif api == "DescribeQuorum":
+        # the metadata log's offsets: Kafka's count its records (which differ run to run), minikafka's
+        # its metadata changes; compared as given (>= 0) or not
+        for t in response.get("topics") or []:
+            for p in t.get("partitions") or []:
+                for v in [p] + list(p.get("current_voters") or []) + list(p.get("observers") or []):
+                    for k in ("high_watermark", "log_end_offset"):
+                        if isinstance(v.get(k), int) and v[k] > 0:
+                            v[k] = "<offset>"
+    elif api == "AlterReplicaLogDirs":
+        # ReplicaManager.alterReplicaLogDirs answers a map of partitions, grouped by topic in another
+        for t in response.get("results") or []:
+            t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+        response["results"] = sorted(response.get("results") or [], key=lambda t: t["topic_name"])
+    elif api in ("AlterPartitionReassignments", "ListPartitionReassignments"):
+        # the controller's answers come from hash maps of topics and partitions
+        key = "responses" if api == "AlterPartitionReassignments" else "topics"
+        for t in response.get(key) or []:
+            t["partitions"] = sorted(t.get("partitions") or [], key=lambda p: p["partition_index"])
+        response[key] = sorted(response.get(key) or [], key=lambda t: t["name"])
     elif api == "ElectLeaders":
         # results from the controller's hash maps of topic partitions
         for t in response.get("replica_election_results") or []:
             t["partition_result"] = sorted(t.get("partition_result") or [], key=lambda p: p["partition_id"])
         response["replica_election_results"] = sorted(response.get("replica_election_results") or [],
                                                       key=lambda t: t["topic"])
+    elif api in ("DescribeClientQuotas", "AlterClientQuotas"):
+        # entities, their types and their quotas come from Java hash maps
+        for e in response.get("entries") or []:
+            e["entity"] = sorted(e.get("entity") or [], key=lambda x: x["entity_type"])
+            if "values" in e:
+                e["values"] = sorted(e.get("values") or [], key=lambda v: v["key"])
+        if response.get("entries") is not None:
+            response["entries"] = sorted(response["entries"], key=lambda e: json.dumps(e["entity"]))
+    elif api == "DescribeDelegationToken":   # the token cache's hash map
+        response["tokens"] = sorted(response.get("tokens") or [], key=lambda t: str(t["token_id"]))
     elif api == "DescribeProducers":
         for t in response.get("topics", []):
             for p in t.get("partitions", []):

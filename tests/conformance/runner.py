@@ -21,7 +21,7 @@ from minikafka.protocol import records as rec
 from minikafka.protocol import schema
 from minikafka.protocol.schema import API_NAMES
 
-from .dsl import Assignment, Batch, Call, Collect, Ref, Repeat, Restart, Scenario, Subscription, TopicId
+from .dsl import PRESENT, Assignment, Batch, Call, Collect, Ref, Repeat, Restart, Scenario, Subscription, TopicId
 from .normalize import TRAILING, Normalizer, canonical, canonical_add_partitions, group_partitions, own_entries
 
 # Brokers whose plain listener is no super user (dsl.SECURED_STRICT): plain bootstrap -> the
@@ -43,6 +43,8 @@ def open_main(bootstrap: str, timeout: float = 10.0, client_id: str = "minikafka
                    timeout=timeout, client_id=client_id)
 
 
+# APIs whose ``until`` conditions look at the answer as it is compared, not as it came
+POLLED_COMPARED = {"ApiVersions", "DescribeDelegationToken", "DescribeClientQuotas"}
 COORDINATOR_LOADING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 # "{t}", or "{t:_}": the real name of {t} with every '.' made '_' (a name that collides with
 # it in Kafka's metric names, which Kafka refuses to create beside it)
@@ -283,13 +285,21 @@ class Run:
                     "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
                                         f'username="{user}" password="{SASL_USERS[user]}";'},
                     timeout=60, client_id="conformance")
-            elif name == "sasl-raw":   # the SASL listener, not logged in: a step sends the SASL requests itself
+            elif name.startswith(("token:", "token-sha512:")):
+                # SCRAM with a delegation token (tokenauth=true): the token saved as NAME
+                kind, _, saved = name.partition(":")
+                c = self.conns[name] = self.token_login(self.saved[saved], "SCRAM-SHA-512" if kind == "token-sha512"
+                                                        else "SCRAM-SHA-256")
+            elif name.startswith("sasl-raw"):   # the SASL listener, not logged in: a step sends the SASL requests itself
                 c = self.conns[name] = WireClient.to(self.target.sasl_bootstrap, timeout=60, client_id="conformance")
             elif name.startswith("listener:"):   # a named listener's (dsl.NAMED_LISTENERS), plain text
                 address = (getattr(self.target, "listeners", None) or {}).get(name[len("listener:"):])
                 if not address:
                     raise ScenarioError(f"connection {name!r}: the broker has no such listener")
                 c = self.conns[name] = WireClient.to(address, timeout=60, client_id="conformance")
+            elif name.startswith("client:"):   # the plain listener with client id NAME (a quota's entity)
+                c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60,
+                                                     client_id=self.resolve(name[len("client:"):]))
             elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
             elif name == "ssl" or name.startswith("ssl:"):
@@ -307,6 +317,24 @@ class Run:
             else:
                 c = self.conns[name] = open_main(self.target.bootstrap, timeout=60, client_id="conformance")
         return c
+
+    def token_login(self, token, mechanism: str, timeout: float = 30) -> WireClient:
+        """A connection logged in with a delegation token. Kafka's brokers learn of a new token
+        from the metadata log a moment after CreateDelegationToken answers: retried until then."""
+        import base64
+        from minikafka.broker.tools.wire import connect
+        props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+                 "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                     f'username="{token.token_id}" password="{base64.b64encode(token.hmac).decode()}" '
+                                     'tokenauth="true";'}
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return connect(self.target.sasl_bootstrap, props, timeout=60, client_id="conformance")
+            except ConnectionError as e:
+                if time.monotonic() > deadline:
+                    raise ScenarioError(f"token login with {token.token_id}: {e}") from None
+                time.sleep(0.1)
 
     def close(self) -> None:
         for c in self.conns.values():
@@ -372,8 +400,12 @@ class Run:
             # minikafka fails at its deadline)
             waiting = bool(codes & (set(step.retry_while) | COORDINATOR_LOADING))
             if step.until is not None and not waiting:
-                # an ApiVersions answer is polled in its compared form (the served features only)
-                seen = canonical(request["api"], self.norm(resp)) if request["api"] == "ApiVersions" else resp
+                seen = resp
+                if request["api"] in POLLED_COMPARED:
+                    # polled in the compared form: ApiVersions' served features only; this scenario's
+                    # own entries of a broker-wide listing, in a fixed order (names as placeholders)
+                    own_entries(request["api"], resp, set(self.names.values()), request, set(self.norm.tokens))
+                    seen = canonical(request["api"], self.norm(resp))
                 waiting = not all(_matches(_safe_lookup(seen, p), want) for p, want in step.until.items())
             if not waiting:
                 answer = resp
@@ -386,10 +418,12 @@ class Run:
         if step.save and resp is not None:
             self.saved[step.save] = resp
         if resp is not None:
-            own_entries(request["api"], answer, set(self.names.values()), request)
+            own_entries(request["api"], answer, set(self.names.values()), request, set(self.norm.tokens))
         normalized = self.norm.response(request["api"], body, answer, i)
         response = canonical_add_partitions(request["api"], canonical(request["api"], normalized))
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
+        if step.throttle and isinstance(answer, dict) and "throttle_time_ms" in answer:
+            entry["response"]["throttle_time_ms"] = answer["throttle_time_ms"]
         if step.label:
             entry["label"] = step.label
         return entry
@@ -461,4 +495,6 @@ def _safe_lookup(obj, path):
 
 
 def _matches(value, want) -> bool:
+    if want == PRESENT:
+        return value != "<absent>"
     return value in want if isinstance(want, list) else value == want

@@ -12,8 +12,8 @@ import pytest
 from harness import BrokerProcess, free_port
 
 from . import api_versions, certs, golden
-from .dsl import (NAMED_HOST, NAMED_LISTENER, admin_only, named_listener, sasl_listener_settings, secured,
-                  ssl_listener_settings)
+from .dsl import (NAMED_HOST, NAMED_LISTENER, admin_only, log_dirs_setting, named_listener, sasl_listener_settings,
+                  secured, ssl_listener_settings)
 from .normalize import differences
 from .runner import ADMIN_LOGIN, Run, warm_up
 from .scenarios import all_scenarios
@@ -58,15 +58,19 @@ def _start(tmp_path_factory, scenario, name: str) -> MinikafkaTarget:
         if reason:
             pytest.skip(f"the SSL listener of secured scenarios: {reason}")
         port, sasl_port, ssl_port = free_port(), free_port(), free_port()
-        overrides.update(**sasl_listener_settings(sasl_port), **ssl_listener_settings(),
-                         listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
-                                   f"SSL://127.0.0.1:{ssl_port}")
+        # the scenario's own settings win (a SASL mechanism list), as on the Kafka side
+        overrides = {**sasl_listener_settings(sasl_port), **ssl_listener_settings(), **overrides,
+                     "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                                  f"SSL://127.0.0.1:{ssl_port}"}
     if named_listener(scenario.broker):  # dsl.NAMED_LISTENERS: CLIENT beside PLAINTEXT, advertised as NAMED_HOST
         port, named_port = free_port(), free_port()
         overrides.update(listeners=f"PLAINTEXT://127.0.0.1:{port},{NAMED_LISTENER}://127.0.0.1:{named_port}",
                          **{"advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},"
                                                     f"{NAMED_LISTENER}://{NAMED_HOST}:{named_port}"})
-    b = BrokerProcess(tmp_path_factory.mktemp("conformance") / "data", port=port, overrides=overrides,
+    data = tmp_path_factory.mktemp("conformance") / "data"
+    if "log.dirs" in overrides:   # dsl.TWO_LOG_DIRS: dirs inside the data dir
+        overrides["log.dirs"] = log_dirs_setting(overrides, data)
+    b = BrokerProcess(data, port=port, overrides=overrides,
                       env={"MINIKAFKA_FAULT_HOLD_MARKERS": golden.HELD_PREFIX}, name=name,
                       features=scenario.features)
     b.sasl_bootstrap = None if sasl_port is None else f"127.0.0.1:{sasl_port}"

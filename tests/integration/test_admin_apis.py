@@ -85,7 +85,8 @@ def test_advertised_versions(raw):
         "client_software_name": "t", "client_software_version": "1"}).api_keys}
     assert keys[21] == (0, 2) and keys[33] == (0, 2) and keys[44] == (0, 1) and keys[35] == (1, 4)  # Kafka 4.1 closes the connection on v5 (recorded)
     assert keys[43] == (0, 2) and keys[75] == (0, 0) and keys[17] == (0, 1) and keys[36] == (0, 2)
-    assert 48 not in keys and 49 not in keys  # client quotas are not served
+    assert keys[48] == keys[49] == (0, 1)  # client quotas, Kafka 4.1's versions
+    assert (keys[38], keys[39], keys[40], keys[41]) == ((1, 3), (1, 2), (1, 2), (1, 3))  # delegation tokens
     assert keys[50] == keys[51] == (0, 0) and keys[29] == keys[30] == keys[31] == (1, 3)  # SCRAM users, ACLs
 
 

@@ -33,4 +33,4 @@ def test_advertised_versions_are_within_kafkas_schema():
 
 
 def test_an_unknown_key_has_no_handler():
-    assert handlers.handler(34) is None and handlers.handler(10_000) is None  # 34: AlterReplicaLogDirs
+    assert handlers.handler(4) is None and handlers.handler(10_000) is None  # 4: LeaderAndIsr (ZooKeeper mode)

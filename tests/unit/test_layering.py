@@ -12,8 +12,10 @@ coordinators' logic; and the broker never imports it."""
 from __future__ import annotations
 
 import ast
+import gc
 import importlib.util
 import tomllib
+import types
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,76 @@ def test_test_modules_have_unique_names():
             continue
         assert path.name not in seen, f"{path.relative_to(ROOT)} and {seen[path.name].relative_to(ROOT)}: rename one"
         seen[path.name] = path
+
+
+# ----------------------------------------------------------------- at run time
+def _reachable(roots):
+    """Every object reachable from ``roots`` through references, classes and modules left out
+    (shared code, not state); for a function its closure, not its module's globals."""
+    seen, todo = set(), list(roots)
+    while todo:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (type, types.ModuleType)):
+            continue
+        seen.add(id(o))
+        yield o
+        if isinstance(o, types.FunctionType):
+            todo.extend(c.cell_contents for c in o.__closure__ or () if c.cell_contents is not None)
+        elif isinstance(o, types.MethodType):
+            todo.append(o.__self__)
+        elif not isinstance(o, types.BuiltinFunctionType):
+            todo.extend(gc.get_referents(o))
+
+
+def _of_broker(o) -> bool:
+    """An object of the broker layer: an instance of one of its classes, one of its functions
+    (a lambda, a callback) or a method of one of its objects."""
+    if isinstance(o, types.MethodType):
+        o = o.__func__
+    module = o.__module__ if isinstance(o, types.FunctionType) else type(o).__module__
+    return (module or "").startswith(f"{PACKAGE}.broker")
+
+
+def test_storage_and_coordinators_hold_nothing_of_the_broker(tmp_path):
+    """Storage and the coordinators never call up into broker/: once a broker has run a
+    transaction with offsets, a classic group and a consumer group, nothing reachable from the
+    LogManager, its logs, the transaction coordinator or the group coordinator is a broker-layer
+    object (no Broker, no callback, no lambda closing over one). The one notification, a
+    transaction completed, goes the other way: the ReplicaManager, writing a marker to
+    __consumer_offsets, tells the group coordinator."""
+    trio = pytest.importorskip("trio")
+    from minikafka.broker.broker import Broker
+    from minikafka.broker.config import BrokerConfig
+    from minikafka.broker.replica_manager import TransactionSupportedOperation
+    from minikafka.coordinator.group import OffsetValue
+    from minikafka.protocol import records as rec
+
+    b = Broker(BrokerConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0"]))
+    b.load()
+    try:
+        b.topics.create("t", 2)
+        groups = b.group_coordinator
+
+        async def work():
+            pid, epoch = await b.transactions.init_producer_id("tid", 60000, -1, -1, False, False)
+            batch = rec.build_batch([rec.Record(0, 0, None, b"v", ())], producer_id=pid, producer_epoch=epoch,
+                                    base_sequence=0, is_transactional=True)
+            await b.replicas.append_records(b.replicas.get_log("t", 0), batch, "tid",
+                                            TransactionSupportedOperation.ADD_PARTITION)
+            b.transactions.add_offsets("tid", pid, epoch, "g")
+            groups.txn_commit_offsets("g", pid, epoch, "", None, -1, [(("t", 0), OffsetValue(1))], 0)
+            await b.transactions.end_txn("tid", pid, epoch, True, False)
+            b.transactions.marker_round()
+            groups.join_group("classic", "", None, "c", "/h", 10000, 10000, "consumer", [("range", b"")],
+                              False, 0)
+            groups.consumer_heartbeat(1, "kip848", "m", 0, None, None, 30000, ["t"], None, None, [], "c", "/h", 0)
+            groups.tick(10_000)
+
+        trio.run(work)
+        assert groups.fetch_offsets("g", [("t", 0)], True)[1][0][1].offset == 1  # the transaction completed
+        roots = [b.logs, *b.logs.logs(), b.txn_coordinator, groups]
+        bad = sorted({f"{type(o).__module__}.{type(o).__qualname__}: {o!r:.80}"
+                      for o in _reachable(roots) if _of_broker(o)})
+        assert not bad
+    finally:
+        b.close()

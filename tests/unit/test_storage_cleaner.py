@@ -38,6 +38,9 @@ class FakeManager:
     def log_dir_of(self, topic, partition):
         return self.log_dirs[0]
 
+    def future_log(self, topic, partition):
+        return None  # no partition is moving to another log dir
+
 
 def open_log(root, config=None, name="t-0") -> UnifiedLog:
     topic, _, part = name.rpartition("-")

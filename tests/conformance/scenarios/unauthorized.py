@@ -9,7 +9,7 @@ scenario's own names: that they leave bob's unauthorized names out is what they 
 takeover of issue 32: a principal without ACLs describes a consumer group, joins it, and leaves in
 its victim's name (member_epoch -1); each step is refused with GROUP_AUTHORIZATION_FAILED and the
 victim keeps its partitions."""
-from ..dsl import (SECURED_STRICT, Scenario, Topic, add_offsets, add_partitions, batch, call, end_txn, fetch,
+from ..dsl import (SECURED, SECURED_STRICT, TOKENS, Scenario, Topic, add_offsets, add_partitions, batch, call, end_txn, fetch,
                    init_pid, list_offsets, produce, ref, topic_id, txn_offset_commit, txn_produce, write_markers)
 from .acls import DESCRIBE, GROUP, READ, TOPIC, TXN, WRITE, acl, create_acls
 from .consumer_groups import beat, describe, hb
@@ -305,5 +305,55 @@ SCENARIOS = [
         hb("{m1}", topics=None, regex="{t}", conn=BOB, until={"error_code": 0}, save="bob"),
         hb("{m1}", ref("bob.member_epoch"), topics=None, regex="{t}", owned=(), conn=BOB),
         describe(ops=False),
+    ]),
+]
+
+# --------------------------------------------------------- client quotas, delegation tokens
+# SECURED_STRICT with a delegation token secret and the SCRAM mechanisms (dsl.TOKENS' additions)
+STRICT_TOKENS = dict(SECURED_STRICT, **{k: v for k, v in TOKENS.items() if k not in SECURED})
+SCENARIOS += [
+    Scenario("unauth/client_quotas",
+             "Bob without ACLs: AlterClientQuotas is CLUSTER_AUTHORIZATION_FAILED for every entry (its entity "
+             "as sent, nothing changed), DescribeClientQuotas too (no entries).", broker=SECURED_STRICT, steps=[
+        call(49, 1, {"entries": [{"entity": [{"entity_type": "user", "entity_name": "{u}"}],
+                                  "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}],
+                     "validate_only": False}, conn=BOB),
+        call(48, 1, {"components": [{"entity_type": "user", "match_type": 0, "match": "{u}"}], "strict": False},
+             conn=BOB),
+        call(48, 1, {"components": [{"entity_type": "user", "match_type": 0, "match": "{u}"}], "strict": False}),
+    ]),
+    Scenario("unauth/delegation_tokens",
+             "Bob without ACLs and admin's token: a token for admin is DELEGATION_TOKEN_AUTHORIZATION_FAILED "
+             "(CREATE_TOKENS on User:admin), renewing or expiring admin's token DELEGATION_TOKEN_OWNER_MISMATCH, "
+             "describing tokens lists none of admin's; his own token he may create.", broker=STRICT_TOKENS, steps=[
+        call(38, 3, {"owner_principal_type": None, "owner_principal_name": None, "renewers": [],
+                     "max_lifetime_ms": 3600000}, save="admins"),
+        call(38, 3, {"owner_principal_type": "User", "owner_principal_name": "admin", "renewers": [],
+                     "max_lifetime_ms": -1}, conn=BOB),
+        call(39, 2, {"hmac": ref("admins.hmac"), "renew_period_ms": -1}, conn=BOB, retry_while=(62,)),
+        call(40, 2, {"hmac": ref("admins.hmac"), "expiry_time_period_ms": -1}, conn=BOB),
+        call(41, 3, {"owners": None}, conn=BOB),
+        call(41, 3, {"owners": [{"principal_type": "User", "principal_name": "admin"}]}, conn=BOB),
+        call(38, 3, {"owner_principal_type": None, "owner_principal_name": None, "renewers": [],
+                     "max_lifetime_ms": 3600000}, conn=BOB),
+    ]),
+]
+
+# issue 36 (apis-admin): partition reassignments, DescribeQuorum, log-dir moves, config resources
+SCENARIOS += [
+    Scenario("unauth/admin_apis/reassignments_quorum_log_dirs_config_resources",
+             "Bob without ACLs: AlterPartitionReassignments and AlterReplicaLogDirs (ALTER on the cluster), "
+             "ListPartitionReassignments and DescribeQuorum (DESCRIBE on the cluster), ListConfigResources "
+             "(DESCRIBE_CONFIGS on the cluster): each refused with CLUSTER_AUTHORIZATION_FAILED.",
+             broker=SECURED_STRICT, steps=[
+        call(45, 1, {"timeout_ms": 30000, "allow_replication_factor_change": True, "topics": [
+            {"name": "{t}", "partitions": [{"partition_index": 0, "replicas": [1]}]}]}, conn=BOB),
+        call(46, 0, {"timeout_ms": 30000, "topics": [{"name": "{t}", "partition_indexes": [0]}]}, conn=BOB),
+        call(55, 2, {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+             conn=BOB),
+        call(34, 2, {"dirs": [{"path": "/no/such/log-dir", "topics": [{"name": "{t}", "partitions": [0]}]}]},
+             conn=BOB),
+        call(74, 1, {"resource_types": []}, conn=BOB),
+        call(74, 0, {}, conn=BOB),
     ]),
 ]

@@ -1,0 +1,16 @@
+"""ExpireDelegationToken (40): the owner or a renewer sets a token's expiry to now plus the given
+period (never past its maximum lifetime); a negative period removes the token at once."""
+from minikafka.protocol.errors import ErrorCode
+from .delegation_token_common import token_requests_allowed
+
+
+async def handle(conn, header, req):
+    if not token_requests_allowed(conn):
+        return {"error_code": int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), "expiry_timestamp_ms": -1,
+                "throttle_time_ms": 0}
+    tokens = conn.broker.tokens
+    if tokens is None:
+        return {"error_code": int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), "expiry_timestamp_ms": 0,
+                "throttle_time_ms": 0}
+    code, expiry = tokens.expire(bytes(req.hmac), conn.principal, req.expiry_time_period_ms)
+    return {"error_code": int(code), "expiry_timestamp_ms": expiry, "throttle_time_ms": 0}
