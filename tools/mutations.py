@@ -570,7 +570,7 @@ def describe(o: Outcome) -> str:
 # ===================================================================== the report
 
 def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers: int, total_s: float,
-                 quick: bool) -> None:
+                 quick: bool, command: str) -> None:
     caught = sum(o.status == "caught" for o in outcomes)
     by_name = {m.name: m for m in MUTATIONS}
     loads = [o.load for o in [baseline, *outcomes]]
@@ -591,7 +591,7 @@ def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers
         f"**{caught} of {len(outcomes)} mutations caught.** {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"`-n {workers}`, {total_s / 60:.0f} min in all (the unmutated suite: {baseline.seconds / 60:.1f} min"
         + (f", failing there and not counted: {', '.join(baseline.catchers)}" if baseline.catchers else "")
-        + f"); a shared 2-core machine, 1-min load average {min(loads):.1f} to {max(loads):.1f} "
+        + f"); `{command}` at niceness {os.nice(0)}, on a shared 2-core machine, 1-min load average {min(loads):.1f} to {max(loads):.1f} "
         "(sampled as each run ended): times are indicative. Mode: " + how + ".",
         "",
         "| mutation | layer | the bug | caught by | min |",
@@ -656,7 +656,8 @@ def main(argv=None) -> int:
         o = run_mutation(m, args.n, args.quick, timeout_s, args.keep, ignore=set(baseline.catchers))
         outcomes.append(o)
         print(describe(o), f"({o.seconds / 60:.1f} min)", flush=True)
-    write_report(args.report, outcomes, baseline, args.n, time.monotonic() - t0, args.quick)
+    write_report(args.report, outcomes, baseline, args.n, time.monotonic() - t0, args.quick,
+                 " ".join(["python tools/mutations.py", *(sys.argv[1:] if argv is None else argv)]))
     missed = [o.name for o in outcomes if o.status != "caught"]
     print(f"{len(outcomes) - len(missed)} of {len(outcomes)} caught; report: {args.report}"
           + (f"; not caught: {', '.join(missed)}" if missed else ""))
