@@ -591,8 +591,8 @@ def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers
         f"**{caught} of {len(outcomes)} mutations caught.** {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"`-n {workers}`, {total_s / 60:.0f} min in all (the unmutated suite: {baseline.seconds / 60:.1f} min"
         + (f", failing there and not counted: {', '.join(baseline.catchers)}" if baseline.catchers else "")
-        + f"); `{command}` at niceness {os.nice(0)}, on a shared 2-core machine, 1-min load average {min(loads):.1f} to {max(loads):.1f} "
-        "(sampled as each run ended): times are indicative. Mode: " + how + ".",
+        + f"); `{command}` at niceness {os.nice(0)}, on a shared 2-core machine, 1-min load average "
+        f"{min(loads):.1f} to {max(loads):.1f} (sampled as each run ended): times are indicative. Mode: {how}.",
         "",
         "| mutation | layer | the bug | caught by | min |",
         "|---|---|---|---|---:|",
