@@ -33,6 +33,7 @@ from .scenarios import all_scenarios  # noqa: E402
 class KafkaTarget:
     held_prefix = golden.HELD_PREFIX
     creates_held_topics_itself = True
+    group_coordinator_lags = True   # learns of a new topic after it is served (runner.await_group_coordinator)
 
     def __init__(self, cluster: KafkaCluster):
         self.cluster = cluster

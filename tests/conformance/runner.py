@@ -214,6 +214,40 @@ def _collect(obj, words: set) -> None:
         _collect(vars(obj), words)
 
 
+def _uses_api(steps, api: int) -> bool:
+    return any(isinstance(c, Call) and c.api == api for step in steps for c in (step, getattr(step, "call", None)))
+
+
+def await_group_coordinator(bootstrap: str, topics: dict[str, int], timeout: float = 120) -> None:
+    """Wait until Kafka's group coordinator assigns every partition of ``topics``. It learns of a
+    new topic from the metadata image after the partitions serve requests (under load, seconds
+    later), and a KIP-848 member joining before then is assigned nothing: a probe group's member
+    (not the scenario's group) heartbeats until it owns them all, then leaves."""
+    group, member = f"conformance-probe-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex[:22]
+    want = sum(topics.values())
+    body = {"group_id": group, "member_id": member, "member_epoch": 0, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30000, "subscribed_topic_names": sorted(topics), "subscribed_topic_regex": None,
+            "server_assignor": None, "topic_partitions": []}
+    deadline = time.monotonic() + timeout
+    with open_main(bootstrap) as c:
+        while True:
+            r = exchange(c, 68, 1, body)
+            if r.error_code not in (0, 14, 15, 16):
+                return  # KIP-848 groups off (UNSUPPORTED_VERSION), not allowed, ...: nothing to wait for
+            if r.error_code == 0:
+                owned = r.assignment.topic_partitions if r.assignment is not None else None
+                if owned is not None:
+                    body["topic_partitions"] = [{"topic_id": t.topic_id, "partitions": list(t.partitions)}
+                                                for t in owned]
+                body["member_epoch"] = r.member_epoch
+                if sum(len(t["partitions"]) for t in body["topic_partitions"]) == want:
+                    exchange(c, 68, 1, dict(body, member_epoch=-1))
+                    return
+            if time.monotonic() > deadline:
+                raise ScenarioError(f"Kafka's group coordinator did not assign {sorted(topics)} within {timeout:.0f} s")
+            time.sleep(0.1)
+
+
 class Run:
     def __init__(self, scenario: Scenario, target, token: str | None = None):
         self.scenario = scenario
@@ -347,6 +381,10 @@ class Run:
             if t.held and self.target.creates_held_topics_itself:
                 continue
             create_topic(self.target.bootstrap, self.real(word), t.partitions, t.configs)
+        if getattr(self.target, "group_coordinator_lags", False) and _uses_api(self.scenario.steps, 68):
+            served = {self.real(w): t.partitions for w, t in self.scenario.topics.items() if not t.held}
+            if served:
+                await_group_coordinator(self.target.bootstrap, served)
 
     def run(self) -> list[dict]:
         transcript = self.transcript = []
