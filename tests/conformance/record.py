@@ -68,9 +68,13 @@ class KafkaTarget:
 
 
 def groups(scenarios) -> dict[tuple, list]:
+    """Scenarios sharing a Kafka cluster. Those with held topics get a cluster of their own (with
+    the stopped second broker), as minikafka has no second broker: beside it, DescribeCluster lists
+    a fenced node 2 and CreateTopics with replication factor 2 may succeed while node 2 is not fenced
+    yet, which other scenarios' answers (recorded without it) do not show."""
     out: dict[tuple, list] = {}
     for s in scenarios:
-        out.setdefault(s.config_key, []).append(s)
+        out.setdefault((s.config_key, s.needs_held), []).append(s)
     return out
 
 
