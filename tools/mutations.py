@@ -234,7 +234,7 @@ MUTATIONS: list[Mutation] = [
              "lg.high_watermark", first=("read_committed/", "txn_produce/")),
     Mutation("produce-answered-before-flush", "broker",
              "with flush.messages reached, a Produce is answered before its records are fsynced",
-             "handlers/produce.py::handle", "await broker.replicas.flush_log(lg, res.last_offset + 1)", "pass",
+             "handlers/produce.py::handle", "await ctx.replicas.flush_log(lg, res.last_offset + 1)", "pass",
              tests=("tests/integration/test_flush.py::test_flush_messages_fsyncs_before_the_ack",)),
     # ------------------------------------------------------------------ security
     Mutation("deny-acl-ignored", "security",

@@ -32,7 +32,7 @@ def _duplicates(topics) -> set[tuple[str, int]]:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     version = header.api_version
     # Kafka (ReplicaManager.fetchOffset) answers from a map keyed by partition, grouped by topic:
     # a partition named twice gets one answer (INVALID_REQUEST), a topic named twice one entry
@@ -61,7 +61,7 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_REQUEST)
                 if ts < 0 and version < SINCE_VERSION.get(ts, 1 << 15):
                     raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
-                lg = broker.replicas.require_log(t.name, p.partition_index)
+                lg = ctx.replicas.require_log(t.name, p.partition_index)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 if isolation is None:
                     fetchable = lg.log_end_offset
