@@ -214,7 +214,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("every-listener-advertises-plaintext", "broker",
              "Metadata, FindCoordinator and DescribeCluster name the PLAINTEXT listener's address on every "
              "listener: SASL and SSL clients are sent to the wrong port",
-             "Broker.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
+             "Context.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
              first=("sec/ops/", "sec/ssl/")),
     Mutation("produce-answer-log-append-time-hour-early", "broker",
              "the Produce answer's log_append_time_ms is an hour before the stamp stored and fetched",

@@ -216,7 +216,7 @@ def _unknown_server_error(req, by_id: bool) -> dict:
                           for t in req.topics]}
 
 
-def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
+def _throttled(conn, quotas, session, answered, version: int) -> dict | None:
     """Kafka's fetch throttling: the request time so far and the answer's size counted against the
     client's quotas before the answer is made; a throttled client gets an empty answer (its size
     taken back from its byte rate) with throttle_time_ms, and the session is left as it was."""
@@ -224,14 +224,16 @@ def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
     fetch_throttle, size = 0, 0
     if quotas.fetch.enabled:
         body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": _group(answered)}
-        size = sum(len(p) for p in schema.encode_response_parts(1, version, 0, body)) - 8
+        # Kafka's FetchResponse.sizeOf: 4 + the body's size (the frame without its response header)
+        header = 5 if schema.response_header_version(1, version) >= 1 else 4
+        size = sum(len(p) for p in schema.encode_response_parts(1, version, 0, body)) - header
         fetch_throttle = quotas.fetch.record(conn.principal, conn.client_id, size, quota_now_ms())
     throttle = max(request_throttle, fetch_throttle)
     if not throttle:
         return None
     if size:
         quotas.fetch.unrecord(conn.principal, conn.client_id, size, quota_now_ms())
-    error, session_id = ctx.throttled()
+    error, session_id = session.throttled()
     return {"throttle_time_ms": throttle, "error_code": error, "session_id": session_id, "responses": []}
 
 
@@ -241,18 +243,18 @@ async def handle(conn, header, req):
     by_id = version >= 13
     fetch_data = _fetch_data(ctx, req, by_id)
     try:
-        ctx = ctx.fetch_manager.new_context(version, req.session_id, req.session_epoch, fetch_data,
-                                               _to_forget(ctx, req, by_id))
+        session = ctx.fetch_manager.new_context(version, req.session_id, req.session_epoch, fetch_data,
+                                                _to_forget(ctx, req, by_id))
     except ShardLookupError:
         # a session id in no shard's range: Kafka's session cache throws (see fetch_session)
         return _unknown_server_error(req, by_id)
-    parts = ctx.partitions(lambda topic_id: _topic_name(ctx, topic_id))
+    parts = session.partitions(lambda topic_id: _topic_name(ctx, topic_id))
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     readable = None
     if ctx.authorizer is not None:
         allowed = {t: conn.authorize(READ, TOPIC, t) for t in {pd.topic for _, pd in parts if pd.topic}}
         readable = allowed.__getitem__
-    omit = ctx.omits_unchanged
+    omit = session.omits_unchanged
     quotas = ctx.quotas
     cap = quotas.fetch.max_value_in_window(conn.principal, conn.client_id) if quotas is not None else None
     min_bytes = req.min_bytes if cap is None else min(req.min_bytes, int(cap))
@@ -264,10 +266,10 @@ async def handle(conn, header, req):
         with trio.move_on_at(deadline):
             await event.wait()
     if quotas is not None and quotas.any_client_quota:
-        throttled = _throttled(conn, quotas, ctx, answered, version)
+        throttled = _throttled(conn, quotas, session, answered, version)
         if throttled is not None:
             return throttled
-    error, session_id, out = ctx.respond(answered, now_ms())
+    error, session_id, out = session.respond(answered, now_ms())
     body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": _group(out)}
     if fenced:
         # v16: the leader named in current_leader, with its endpoint (KIP-951)
