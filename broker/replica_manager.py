@@ -30,6 +30,7 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.log_manager import LogManager
 
+from .stepper import Stepper
 from .topics import TopicManager
 
 log = logging.getLogger("minikafka.broker")
@@ -105,6 +106,7 @@ class ReplicaManager:
         self._appends_seen = logs.appends
         self._flush_wakeup = trio.Event()
         logs.defer_flushes()  # the fsyncs logs ask for run in the flusher's worker thread
+        self.stepper = Stepper()  # long record walks (inflating batches) in slices of the event loop
 
     # ------------------------------------------------------------- partitions
     def get_log(self, topic: str, partition: int):
@@ -149,11 +151,16 @@ class ReplicaManager:
         4.1 does, retrying CONCURRENT_TRANSACTIONS for a short while as Kafka does.
         The check and the append are one synchronous step (the coordinator's invariant):
         no marker can land in between, so a produce arriving after its transaction ended
-        never opens a new transaction on the partition."""
+        never opens a new transaction on the partition.
+
+        The records are read first, over as many turns of the event loop as they take (a
+        compressed batch may inflate to a gigabyte: broker/stepper.py); what the read found is
+        applied where Kafka validates, after the transaction checks, in the synchronous step."""
+        analysis = await self.stepper.run(lg.analyze(records))
         deadline = None
         while True:
             try:
-                return self._checked_append(lg, records, transactional_id, operation)
+                return self._checked_append(lg, records, transactional_id, operation, analysis)
             except KafkaError as e:
                 if e.code != ErrorCode.CONCURRENT_TRANSACTIONS:  # only an added partition answers it
                     raise
@@ -163,7 +170,8 @@ class ReplicaManager:
                     raise
             await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
 
-    def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation):
+    def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation,
+                        analysis):
         if lg.closed:
             # replaced since the request looked it up (moved to another log dir): the partition's log now
             now = self.get_log(lg.topic, lg.partition)
@@ -177,7 +185,7 @@ class ReplicaManager:
                 if code != ErrorCode.NONE:
                     raise verification_error(code, operation)
         try:
-            result = lg.append(records)
+            result = lg.append(records, analysis=analysis)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)

@@ -2,10 +2,10 @@
 
 Sans-I/O: bytes in, values out. See ``shared/kafka-protocol/RECORD-BATCH.md``.
 
-Hot path (produce/fetch) only touches the 61-byte batch headers
-(:func:`parse_header`, :func:`validate_batches`, :func:`patch_base_offset`) and
-never decodes records. Record encoding/decoding (:func:`build_batch`,
-:func:`decode_batch`) is for tests, internal topics and tools.
+The produce and fetch paths work on the 61-byte batch headers (:func:`parse_header`,
+:func:`validate_batches`, :func:`patch_base_offset`); a produced batch's records are read,
+without being kept, by protocol/record_walk.py. Record encoding/decoding into values
+(:func:`build_batch`, :func:`decode_batch`) is for tests, internal topics and tools.
 """
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ import time
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 
+from minikafka.protocol import compression
 from minikafka.protocol.errors import ErrorCode, KafkaError
 
 __all__ = [
     "HEADER_SIZE", "LOG_OVERHEAD", "MAGIC", "BatchHeader", "Compression", "TimestampType",
     "ControlRecordType", "Record", "parse_header", "iter_batch_headers", "validate_batch",
     "validate_batches", "next_batch_size", "base_offset_of", "patch_base_offset", "patch_partition_leader_epoch",
-    "set_log_append_time", "set_create_time_max",
+    "set_log_append_time", "set_create_time_max", "frame_batch",
     "compute_crc", "build_batch", "build_control_batch", "decode_batch", "decode_batches",
     "parse_control_record", "compress", "decompress", "crc32c",
 ]
@@ -346,25 +347,27 @@ def patch_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
     _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
-def set_create_time_max(buf: bytearray, pos: int, timestamp_ms: int) -> None:
-    """Set a CreateTime batch's maxTimestamp and recompute the CRC (Kafka's
-    ``setMaxTimestamp(CREATE_TIME, ts)`` when the header's is not its records')."""
+def set_create_time_max(buf: bytearray, pos: int, timestamp_ms: int, attributes: int | None = None) -> None:
+    """Set a batch's maxTimestamp (and its attributes, when given: a CreateTime batch's, as Kafka's
+    ``setMaxTimestamp(CREATE_TIME, ts)`` recomputes them) and recompute the CRC."""
+    if attributes is not None:
+        _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
     _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     size = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0] + LOG_OVERHEAD
     _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
 
 
 def set_log_append_time(buf: bytearray, pos: int, timestamp_ms: int) -> None:
-    """Stamp LogAppendTime: set attribute bit 3 and maxTimestamp, recompute the CRC.
-
-    Same as Kafka's ``DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, ts)``:
-    nothing changes (and no CRC is computed) if already stamped with that time.
-    """
+    """Stamp LogAppendTime: attributes recomputed with the LogAppendTime bit (codec,
+    transactional and control kept, as Kafka's ``computeAttributes``), maxTimestamp set, CRC
+    recomputed. Nothing changes (and no CRC is computed) if already stamped with that time, as
+    in Kafka's ``DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, ts)``."""
     attrs = _I16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)[0]
     max_ts = _I64.unpack_from(buf, pos + MAX_TIMESTAMP_OFFSET)[0]
     if attrs & TIMESTAMP_TYPE_MASK and max_ts == timestamp_ms:
         return
-    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attrs | TIMESTAMP_TYPE_MASK)
+    kept = COMPRESSION_MASK | TRANSACTIONAL_FLAG | CONTROL_FLAG
+    _I16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attrs & kept | TIMESTAMP_TYPE_MASK)
     _I64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
     size = _I32.unpack_from(buf, pos + LENGTH_OFFSET)[0] + LOG_OVERHEAD
     _U32.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
@@ -440,138 +443,25 @@ def decode_varlong(buf, pos: int = 0) -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------------
-# Compression codecs (lazy imports for the optional ones)
+# Compression codecs (protocol/compression.py)
 # ---------------------------------------------------------------------------
-
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER = struct.Struct(">8sii")          # magic, version, min compatible version
-_XERIAL_BLOCK = 32 * 1024                        # snappy-java default block size
-_SNAPPY_FRAMED_MAGIC = b"\xff\x06\x00\x00sNaPpY"
-
-
-def _snappy_raw_compress(data: bytes) -> bytes:
-    try:
-        import cramjam
-        return bytes(cramjam.snappy.compress_raw(data))
-    except ImportError:  # pragma: no cover - depends on installed extras
-        import snappy
-        return snappy.compress(data)
-
-
-def _snappy_raw_decompress(data) -> bytes:
-    try:
-        import cramjam
-        return bytes(cramjam.snappy.decompress_raw(bytes(data)))
-    except ImportError:  # pragma: no cover
-        import snappy
-        return snappy.decompress(bytes(data))
-
-
-def _snappy_compress(data: bytes) -> bytes:
-    """snappy-java ``SnappyOutputStream`` (xerial) framing, as the Java client writes."""
-    out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
-    for i in range(0, len(data), _XERIAL_BLOCK) if data else ():
-        block = _snappy_raw_compress(data[i:i + _XERIAL_BLOCK])
-        out += _I32.pack(len(block))
-        out += block
-    return bytes(out)
-
-
-def _snappy_decompress(data) -> bytes:
-    data = bytes(data)
-    if data.startswith(_XERIAL_MAGIC) and len(data) >= _XERIAL_HEADER.size:
-        pos = _XERIAL_HEADER.size
-        parts = []
-        while pos < len(data):
-            if len(data) - pos < 4:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Truncated xerial snappy block length")
-            n = _I32.unpack_from(data, pos)[0]
-            pos += 4
-            if n < 0 or pos + n > len(data):
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "Truncated xerial snappy block")
-            parts.append(_snappy_raw_decompress(data[pos:pos + n]))
-            pos += n
-        return b"".join(parts)
-    if data.startswith(_SNAPPY_FRAMED_MAGIC):
-        import cramjam
-        return bytes(cramjam.snappy.decompress(data))
-    return _snappy_raw_decompress(data)
-
-
-def _lz4_compress(data: bytes) -> bytes:
-    import lz4.frame
-    return lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
-                              content_checksum=False, block_checksum=False, store_size=False)
-
-
-def _lz4_decompress(data) -> bytes:
-    import lz4.frame
-    return lz4.frame.decompress(bytes(data))
-
-
-def _zstd_compress(data: bytes, level: int = 3) -> bytes:
-    try:
-        import zstandard
-        return zstandard.ZstdCompressor(level=level).compress(data)
-    except ImportError:  # pragma: no cover
-        import cramjam
-        return bytes(cramjam.zstd.compress(data, level))
-
-
-def _zstd_decompress(data) -> bytes:
-    try:
-        import zstandard
-    except ImportError:  # pragma: no cover
-        import cramjam
-        return bytes(cramjam.zstd.decompress(bytes(data)))
-    # decompressobj copes with frames that carry no content size (zstd-jni streams);
-    # loop over concatenated frames.
-    data = bytes(data)
-    parts = []
-    while data:
-        dobj = zstandard.ZstdDecompressor().decompressobj()
-        parts.append(dobj.decompress(data))
-        data = dobj.unused_data
-    return b"".join(parts)
-
 
 def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
     """Compress a records blob with a Kafka codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)."""
-    if codec == Compression.NONE:
-        return data
-    if codec == Compression.GZIP:
-        import gzip  # (codecs are imported on first use, none on the broker's start path)
-        return gzip.compress(data, compresslevel=6 if level is None or level < 0 else level, mtime=0)
-    if codec == Compression.SNAPPY:
-        return _snappy_compress(data)
-    if codec == Compression.LZ4:
-        return _lz4_compress(data)
-    if codec == Compression.ZSTD:
-        return _zstd_compress(data, 3 if level is None else level)
-    raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    if codec not in _CODECS:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    return compression.compress(codec, data, level)
 
 
 def decompress(codec: int, data) -> bytes:
-    """Inverse of :func:`compress`. Bad input is CORRUPT_MESSAGE."""
-    if codec == Compression.NONE:
-        return bytes(data)
-    try:
-        if codec == Compression.GZIP:
-            import gzip
-            return gzip.decompress(bytes(data))
-        if codec == Compression.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Compression.LZ4:
-            return _lz4_decompress(data)
-        if codec == Compression.ZSTD:
-            return _zstd_decompress(data)
-    except KafkaError:
-        raise
-    except ImportError as e:
-        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Codec {codec} not available: {e}") from e
-    except Exception as e:  # codec libraries raise assorted error types
-        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Failed to decompress codec {codec}: {e}") from e
-    raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    """Inverse of :func:`compress`, for batches of known, sane size (the whole section at once).
+    A stream its codec cannot read is UNKNOWN_SERVER_ERROR (compression.CodecError)."""
+    if codec not in _CODECS:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    return compression.decompress(codec, data)
+
+
+_CODECS = frozenset(Compression)
 
 
 # ---------------------------------------------------------------------------
@@ -687,6 +577,26 @@ def build_batch(
                       last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
                       base_sequence, len(norm))
     buf[HEADER_SIZE:] = payload
+    _U32.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, size))
+    return bytes(buf)
+
+
+def frame_batch(section, *, compression: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
+                producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
+                records_count: int, base_offset: int = 0, timestamp_type: int = TimestampType.CREATE_TIME,
+                partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """A v2 batch around an already encoded (and compressed) records section, CRC computed."""
+    attributes = compression & COMPRESSION_MASK
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG
+    size = HEADER_SIZE + len(section)
+    buf = bytearray(size)
+    _HEADER.pack_into(buf, 0, base_offset, size - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0, attributes,
+                      last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+                      records_count)
+    buf[HEADER_SIZE:] = section
     _U32.pack_into(buf, CRC_OFFSET, compute_crc(buf, 0, size))
     return bytes(buf)
 

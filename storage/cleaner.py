@@ -58,12 +58,14 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
+from minikafka.protocol import record_walk as walk
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import KafkaError
 from minikafka.storage.checkpoint import OffsetCheckpointFile, fsync_dir
 from minikafka.storage.segment import (CLEANED_SUFFIX, INDEX_SUFFIX, INT32_MAX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                              TXN_INDEX_SUFFIX, LogSegment, filename_prefix)
 from minikafka.storage.transaction_index import AbortedTxn
+from minikafka.storage.validator import snappy_block_limit
 
 log = logging.getLogger("minikafka.storage.cleaner")
 
@@ -530,15 +532,22 @@ class Cleaner:
                 elif txn.on_batch_read(h):
                     stats.map_messages_read += h.records_count
                 else:
-                    _, records = rec.decode_batch(data)
-                    for r in records:
-                        if r.key is not None and r.offset >= start:
+                    base = h.base_offset
+
+                    def visit(_i, _td, od, _kl, _vl, key):
+                        offset = base + od
+                        if key is not None and offset >= start:
                             if offset_map.full:
-                                log.debug("Offset map for %s is full at offset %d", getattr(plan.log, "name", "?"),
-                                          r.offset)
-                                return
-                            offset_map.put(r.key, r.offset)
+                                raise _MapFull(offset)
+                            offset_map.put(key, offset)
                         stats.map_messages_read += 1
+
+                    try:
+                        _walk(plan, data, h, visit)
+                    except _MapFull as full:
+                        log.debug("Offset map for %s is full at offset %d", getattr(plan.log, "name", "?"),
+                                  full.args[0])
+                        return
                 if last >= start:
                     offset_map.update_latest_offset(last)
             # offsets gap at the end of the segment: the map covers up to the next segment
@@ -657,42 +666,125 @@ class Cleaner:
             marker_for_empty_txn = can_discard and is_control
 
             if discard_records:
-                retained = []
-                whole = h.records_count == 0
+                retained, whole, tombstones = 0, h.records_count == 0, False
+            elif is_control:
+                retained, whole, tombstones = len(records), True, False
             else:
-                if records is None:
-                    _, records = rec.decode_batch(data)
-                if is_control:
-                    retained = records
-                else:
-                    retain_deletes = not has_horizon or now < h.base_timestamp
-                    retained = []
-                    get = offset_map.get
-                    for r in records:
-                        if r.offset > latest:
-                            retained.append(r)
-                        elif r.key is None:
-                            stats.invalid_messages += 1
-                        elif r.offset >= get(r.key) and (r.value is not None or retain_deletes):
-                            retained.append(r)
-                whole = len(retained) == len(records)
+                kept = _Retained(h, now, latest, offset_map, stats)
+                _walk(plan, data, h, kept.visit)
+                retained, whole, tombstones = kept.count, kept.count == h.records_count, kept.tombstones
 
             if retained:
-                tombstones = any(r.value is None for r in retained)
                 need_horizon = (tombstones or marker_for_empty_txn) and not has_horizon
                 if whole and not need_horizon:
                     out = data
                 else:
                     horizon = now + plan.delete_retention_ms if need_horizon else (
                         h.base_timestamp if has_horizon else None)
-                    out = _rebuild_batch(h, retained, horizon)
+                    out = (_rebuild_batch(h, records, horizon) if is_control
+                           else _rebuild_retained(plan, data, h, kept, horizon))
             elif retention == "retain_empty":
                 out = data if (h.records_count == 0 and whole) else _empty_batch(h)
             else:
                 continue
             writer.append(rec.parse_header(out), out)
             stats.bytes_written += len(out)
-            stats.messages_written += len(retained)
+            stats.messages_written += retained
+
+
+class _MapFull(Exception):
+    pass
+
+
+class _Retained:
+    """Which records of one data batch the cleaner's filter keeps (Kafka's ``RecordFilter``:
+    the latest record of each key, a tombstone until its delete horizon, everything past the
+    offset map), found in one walk of the batch without holding its records."""
+
+    def __init__(self, h: rec.BatchHeader, now: int, latest: int, offset_map: OffsetMap, stats: CleanerStats):
+        self.h, self.latest, self.get, self.stats = h, latest, offset_map.get, stats
+        self.retain_deletes = not h.attributes & _HORIZON or now < h.base_timestamp
+        self.log_append = bool(h.attributes & rec.TIMESTAMP_TYPE_MASK)
+        self.keep = bytearray((h.records_count + 7) >> 3)     # a bit per record
+        self.count = 0
+        self.tombstones = False
+        self.first_ts = None
+        self.max_ts = rec.NO_TIMESTAMP
+
+    def timestamp(self, td: int) -> int:
+        h = self.h
+        return h.max_timestamp if self.log_append else _java_long(h.base_timestamp + td)
+
+    def visit(self, i, td, od, _kl, vl, key):
+        offset = self.h.base_offset + od
+        if offset > self.latest:
+            pass
+        elif key is None:
+            self.stats.invalid_messages += 1
+            return
+        elif not (offset >= self.get(key) and (vl >= 0 or self.retain_deletes)):
+            return
+        self.keep[i >> 3] |= 1 << (i & 7)
+        self.count += 1
+        if vl < 0:
+            self.tombstones = True
+        ts = self.timestamp(td)
+        if self.first_ts is None:
+            self.first_ts = ts
+        if ts > self.max_ts:
+            self.max_ts = ts
+
+
+def _java_long(x: int) -> int:
+    return (x + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _block_limit(plan: LogToClean) -> int:
+    config = getattr(plan.log, "config", None)
+    return snappy_block_limit(config) if config is not None else 32 << 20
+
+
+def _walk(plan: LogToClean, data, h: rec.BatchHeader, visit) -> None:
+    """Every record of a stored batch handed to ``visit`` with its key (record_walk), in this
+    thread; stops when the round is cancelled."""
+    _drive(walk.walk_records(data, 0, h.size, h.records_count, h.compression, visit=visit, keys=True,
+                             block_limit=_block_limit(plan)), plan.cancelled)
+
+
+def _drive(steps, cancelled: threading.Event):
+    try:
+        step = next(steps)
+        while True:
+            if cancelled.is_set():
+                raise LogCleaningAborted("cancelled")
+            if step is not None:
+                step()
+            step = steps.send(None)
+    except StopIteration as done:
+        return done.value
+    finally:
+        steps.close()
+
+
+def _rebuild_retained(plan: LogToClean, data, h: rec.BatchHeader, kept: _Retained, horizon: int | None) -> bytes:
+    """Kafka's ``buildRetainedRecordsInto`` for a data batch: the kept records written again
+    under the same codec, base offset, last offset delta and producer fields, timestamps from
+    the delete horizon when there is one (else the first kept record's), the batch's
+    LogAppendTime kept; streamed, so a record of any size passes in bounded memory."""
+    base_ts = horizon if horizon is not None else kept.first_ts
+    keep = kept.keep
+
+    def fields(i, td, od):
+        return (_java_long(kept.timestamp(td) - base_ts), od) if keep[i >> 3] >> (i & 7) & 1 else None
+
+    section = _drive(walk.reencode_records(data, 0, h.size, h.records_count, h.compression, h.compression, fields,
+                                           block_limit=_block_limit(plan)), plan.cancelled)
+    out = rec.frame_batch(section, compression=h.compression, last_offset_delta=h.last_offset_delta,
+                          base_timestamp=base_ts, max_timestamp=h.max_timestamp if kept.log_append else kept.max_ts,
+                          producer_id=h.producer_id, producer_epoch=h.producer_epoch, base_sequence=h.base_sequence,
+                          is_transactional=h.is_transactional, records_count=kept.count, base_offset=h.base_offset,
+                          timestamp_type=h.timestamp_type, partition_leader_epoch=h.partition_leader_epoch)
+    return _with_delete_horizon(out) if horizon is not None else out
 
 
 # ---------------------------------------------------------------------------

@@ -38,12 +38,13 @@ from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.storage.checkpoint import fsync_path, read_partition_metadata, write_partition_metadata
 from minikafka.storage.file_slice import FileSlice
-from minikafka.storage.config import COMPRESSION_CODECS, LogConfig
+from minikafka.storage.config import LogConfig
 from minikafka.storage.index import CorruptIndexError
 from minikafka.storage.leader_epoch import LeaderEpochFileCache
 from minikafka.storage.producer_state import DuplicateBatch, ProducerStateManager, parse_marker, snapshot_path
 from minikafka.storage.transaction_index import AbortedTxn
-from minikafka.storage.validator import validate_client_batch, validate_records
+from minikafka.protocol.record_walk import run as run_steps
+from minikafka.storage.validator import Analysis, analyze_append
 from minikafka.storage.segment import (CLEANED_SUFFIX, DELETED_SUFFIX, END_OF_SEGMENT, INDEX_SUFFIX, LOG_SUFFIX,
                                        SNAPSHOT_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment)
 
@@ -414,69 +415,59 @@ class UnifiedLog:
         self.producer_state.truncate_fully_and_start_at(offset)
 
     # ------------------------------------------------------------------ append
-    def append(self, records, *, now_ms: int | None = None, origin: str = "client") -> AppendResult:
+    def analyze(self, records, *, now_ms: int | None = None, origin: str = "client"):
+        """The validation of an append of ``records`` (storage/validator.py: Kafka's checks
+        before offsets are assigned, every record read), as a generator of bounded steps whose
+        value is the :class:`Analysis` to hand to :meth:`append`. Reads only the records and
+        this log's config: it may run long before the append, over many turns of an event loop."""
+        if origin not in ("client", "coordinator"):
+            raise ValueError(f"unknown append origin {origin!r}")
+        if now_ms is None:
+            now_ms = int(time.time() * 1000)
+        return analyze_append(records, self.config, now_ms, self.name, origin == "client")
+
+    def append(self, records, *, now_ms: int | None = None, origin: str = "client",
+               analysis: Analysis | None = None) -> AppendResult:
         """Validate, assign offsets and append one or more batches (all or nothing).
 
         ``origin`` is Kafka's ``AppendOrigin``: ``"client"`` (a produce request) or
         ``"coordinator"`` (markers, the coordinators' own records): control batches
-        allowed, client-only checks skipped; offsets are still assigned.
+        allowed, client-only checks skipped; offsets are still assigned. ``analysis`` is the
+        finished :meth:`analyze` of these records (without it the validation runs here).
         """
         if origin not in ("client", "coordinator"):
             raise ValueError(f"unknown append origin {origin!r}")
         is_from_client = origin == "client"
         if self._closed:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
-        if now_ms is None:
-            now_ms = int(time.time() * 1000)
+        if analysis is None:
+            analysis = run_steps(self.analyze(records, now_ms=now_ms, origin=origin))
+        now_ms = analysis.now_ms
         config = self.config
-        # The caller's records are read where they are and never changed (a Produce request's are
-        # a read-only view of its frame). They are copied only when a batch must change inside its
-        # CRC (a max timestamp fixed, LogAppendTime, recompression: `own`, the log's copy patched
-        # in place); offsets and leader epochs, outside the CRC, go into a copy of each batch's
-        # first 16 bytes, written in front of the rest of it (one writev): a megabyte batch
-        # reaches the file without a copy in Python.
-        buf = records
-        own = False
-        if not buf:
-            raise KafkaError(ErrorCode.INVALID_RECORD,
-                             "Produce requests with version 3 and above must have at least one record batch")
-        try:
-            # Kafka's first check of a client's batch, before its size and CRC
-            base = rec.base_offset_of(buf) if is_from_client and len(buf) >= rec.LOG_OVERHEAD else 0
-            if base != 0:
-                raise KafkaError(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch in the append to "
-                                                           f"{self.name} should be 0, but it is {base}")
-            if is_from_client:
-                batches = rec.validate_batches(buf, max_size=config.max_message_bytes)
-                for _, h in batches:
-                    validate_client_batch(h, self.name)
-            else:
-                batches = rec.own_batches(buf, config.max_message_bytes)
-            fixes = validate_records(buf, batches, config, now_ms, self.name,
-                                     is_from_client and config.compact_enabled)
-            if fixes:
-                buf, own = bytearray(buf), True
-            for i, ts in fixes:
-                pos = batches[i][0]
-                rec.set_create_time_max(buf, pos, ts)
-                batches[i] = (pos, rec.parse_header(buf, pos))
-        except KafkaError as e:
+        if analysis.error is not None:
+            e = analysis.error
             # Produce answers the log start offset with a validation error (Kafka's processFailedRecord),
             # but not with a corrupt or oversized batch (ReplicaManager.appendToLocalLog lists those)
             if e.code not in NO_LOG_START_OFFSET:
                 e.log_start_offset = self.log_start_offset
-            raise
-        if config.compression_type != "producer":
-            sent = buf
-            buf, batches = _recompress(buf, batches, config)
-            if buf is not sent:
-                own = True
-                # re-encoded batches may have grown past max.message.bytes (Kafka checks them again)
-                for _, h in batches:
-                    if h.size > config.max_message_bytes:
-                        raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                         f"Message batch size is {h.size} bytes in append to partition {self.name} "
-                                         f"which exceeds the maximum configured size of {config.max_message_bytes}.")
+            raise e
+        # The caller's records are read where they are and never changed (a Produce request's are
+        # a read-only view of its frame). They are copied only when a batch must change inside its
+        # CRC (a max timestamp fixed, LogAppendTime: `own`, the log's copy patched in place; a
+        # rebuilt batch is the log's already); offsets and leader epochs, outside the CRC, go into a
+        # copy of each batch's first 16 bytes, written in front of the rest of it (one writev): a
+        # megabyte batch reaches the file without a copy in Python.
+        buf = analysis.records
+        batches = analysis.batches
+        own = analysis.rebuilt
+        if analysis.fixes:
+            if not own:
+                buf, own = bytearray(buf), True
+            batches = list(batches)
+            for i, ts, attributes in analysis.fixes:
+                pos = batches[i][0]
+                rec.set_create_time_max(buf, pos, ts, attributes)
+                batches[i] = (pos, rec.parse_header(buf, pos))
 
         total = len(buf)
         if total > config.effective_segment_bytes:
@@ -831,20 +822,35 @@ class UnifiedLog:
     def fetch_offset_by_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``ts_ms`` (at or
         after the log start offset), or None (ListOffsets then answers the LEO)."""
+        return run_steps(self.offset_by_timestamp_steps(ts_ms))
+
+    def offset_by_timestamp_steps(self, ts_ms: int):
+        """:meth:`fetch_offset_by_timestamp` as a generator of record-walk steps (a stored batch
+        may inflate to a gigabyte: the broker runs it in slices of its event loop). A segment
+        deleted while it was read held records below the new log start offset: skipped."""
         start = self.log_start_offset
-        for seg in self.segments:
+        for seg in list(self.segments):
             if seg.max_timestamp_so_far >= ts_ms:
                 if seg is not self.active_segment and self._segment_end(seg) <= start:
                     continue
-                r = seg.find_offset_by_timestamp(ts_ms, start)
+                try:
+                    r = yield from seg.find_offset_by_timestamp(ts_ms, start)
+                except OSError:
+                    if seg in self.segments:
+                        raise
+                    continue
                 if r is not None:
                     return r
         return None
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """``(timestamp, offset)`` of the first record with the largest timestamp (ListOffsets -3)."""
+        return run_steps(self.max_timestamp_steps())
+
+    def max_timestamp_steps(self):
+        """:meth:`max_timestamp_and_offset` as a generator of record-walk steps."""
         # the first segment with the largest max timestamp (Kafka's Stream.max keeps the first of equals)
-        return max(self.segments, key=_max_timestamp).find_max_timestamp_offset()
+        return (yield from max(self.segments, key=_max_timestamp).find_max_timestamp_offset())
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """OffsetsForLeaderEpoch: ``(epoch, end offset)`` from the leader epoch cache, (-1, -1)
@@ -1061,31 +1067,6 @@ class UnifiedLog:
 
 def _max_timestamp(seg: LogSegment) -> int:
     return seg.max_timestamp_so_far
-
-
-def _recompress(buf: bytearray, batches, config: LogConfig):
-    """Re-encode batches whose codec differs from the topic's ``compression.type`` (slow path)."""
-    target = COMPRESSION_CODECS[config.compression_type]
-    if all(h.compression == target or h.is_control for _, h in batches):
-        return buf, batches
-    level = {1: config.compression_gzip_level, 3: config.compression_lz4_level,
-             4: config.compression_zstd_level}.get(target)
-    out = bytearray()
-    for pos, h in batches:
-        raw = bytes(buf[pos:pos + h.size])
-        if h.compression == target or h.is_control:
-            out += raw
-            continue
-        header, records = rec.decode_batch(raw)
-        out += rec.build_batch(records, base_offset=header.base_offset, producer_id=header.producer_id,
-                               producer_epoch=header.producer_epoch, base_sequence=header.base_sequence,
-                               is_transactional=header.is_transactional, compression=target,
-                               timestamp_type=header.timestamp_type,
-                               partition_leader_epoch=header.partition_leader_epoch,
-                               last_offset_delta=header.last_offset_delta,
-                               base_timestamp=header.base_timestamp, max_timestamp=header.max_timestamp,
-                               compression_level=None if target == 3 else level)
-    return out, rec.validate_batches(out)
 
 
 def _unlink(path: str) -> None:

@@ -17,6 +17,7 @@ from bisect import bisect_right
 import weakref
 from typing import Iterator, NamedTuple
 
+from minikafka.protocol import record_walk
 from minikafka.protocol import records as rec
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.records import BatchHeader
@@ -24,6 +25,10 @@ from minikafka.storage.checkpoint import fsync_fd_or_path
 from minikafka.storage.file_slice import FileHandle, FileSlice
 from minikafka.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from minikafka.storage.transaction_index import TransactionIndex
+
+# a stored batch passed the append's snappy block bound (a few times max.message.bytes when it
+# was written); reading it back allows any block that bound could have let through
+STORED_BLOCK_LIMIT = 1 << 30
 
 log = logging.getLogger("minikafka.storage")
 
@@ -343,8 +348,10 @@ class LogSegment:
         return SegmentRead(records, first.position, limit < first_size)
 
     # ------------------------------------------------------------------ timestamps
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
-        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``: ``(offset, ts)``.
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int):
+        """First record with timestamp >= ``timestamp`` and offset >= ``starting_offset``: ``(offset, ts)``,
+        or None. A generator of record-walk steps (a stored batch may inflate to a gigabyte: a
+        caller on an event loop runs it in slices, others with ``record_walk.run``).
 
         Kafka's ``LogSegment.findOffsetByTimestamp``: the time index gives a
         lower bound, the offset index a position, then batches are scanned by
@@ -356,33 +363,34 @@ class LogSegment:
             h = bp.header
             if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= starting_offset:
                 data = self.pread(h.batch_length + 12, bp.position)
-                _, records = rec.decode_batch(data)
-                for r in records:
-                    if r.timestamp >= timestamp and r.offset >= starting_offset:
-                        return r.offset, r.timestamp
+                found = yield from _first_record(data, h,
+                                                 lambda offset, ts: ts >= timestamp and offset >= starting_offset)
+                if found is not None:
+                    return found
         return None
 
-    def find_max_timestamp_offset(self) -> tuple[int, int] | None:
-        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp. With
-        no timestamp at all (-1), Kafka still looks for a batch stamped -1 (records without a
-        timestamp): the first one from the segment's start."""
+    def find_max_timestamp_offset(self):
+        """``(timestamp, offset)`` of the first record carrying this segment's max timestamp, or
+        None (a generator of record-walk steps). With no timestamp at all (-1), Kafka still looks
+        for a batch stamped -1 (records without a timestamp): the first one from the segment's start."""
         if self.max_timestamp_so_far < 0:
             for bp in self.iter_batches():
                 if bp.header.max_timestamp == self.max_timestamp_so_far:
-                    return self.find_first_record_with_timestamp(bp.header.max_timestamp, bp.header.base_offset)
+                    return (yield from self.find_first_record_with_timestamp(bp.header.max_timestamp,
+                                                                             bp.header.base_offset))
             return None
-        return self.find_first_record_with_timestamp(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+        return (yield from self.find_first_record_with_timestamp(self.max_timestamp_so_far,
+                                                                 self.offset_of_max_timestamp_so_far))
 
-    def find_first_record_with_timestamp(self, timestamp: int, batch_offset: int) -> tuple[int, int] | None:
+    def find_first_record_with_timestamp(self, timestamp: int, batch_offset: int):
         bp = self.translate_offset(batch_offset)
         if bp is None:
             return None
         h = bp.header
         data = self.pread(h.batch_length + 12, bp.position)
-        _, records = rec.decode_batch(data)
-        for r in records:
-            if r.timestamp == timestamp:
-                return r.timestamp, r.offset
+        found = yield from _first_record(data, h, lambda _offset, ts: ts == timestamp)
+        if found is not None:
+            return found[1], found[0]
         # e.g. LogAppendTime or no record decodes to it: fall back to the batch's last offset
         return timestamp, h.base_offset + h.last_offset_delta
 
@@ -665,3 +673,26 @@ class LogSegment:
     def __repr__(self) -> str:
         return (f"LogSegment(baseOffset={self.base_offset}, size={self.size}, "
                 f"largestRecordTimestamp={self.max_timestamp_so_far})")
+
+
+class _Found(Exception):
+    pass
+
+
+def _first_record(data, h: rec.BatchHeader, wanted):
+    """``(offset, timestamp)`` of the batch's first record for which ``wanted(offset, timestamp)``
+    holds, or None: read with the record walk (bounded memory whatever the batch inflates to),
+    a generator of its steps."""
+    log_append = h.attributes & rec.TIMESTAMP_TYPE_MASK
+
+    def visit(_i, td, od, _kl, _vl, _key):
+        ts = h.max_timestamp if log_append else (h.base_timestamp + td + (1 << 63)) % (1 << 64) - (1 << 63)
+        if wanted(h.base_offset + od, ts):
+            raise _Found(h.base_offset + od, ts)
+
+    try:
+        yield from record_walk.walk_records(data, 0, h.size, h.records_count, h.compression, visit=visit,
+                                            block_limit=STORED_BLOCK_LIMIT)
+    except _Found as found:
+        return found.args
+    return None

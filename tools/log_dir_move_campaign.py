@@ -29,7 +29,7 @@ record was lost or duplicated and every run left one copy, 1 otherwise, 2 when t
 not run.
 
     python tools/log_dir_move_campaign.py [--runs 20] [--size-mb 1024] [--seed N] [--json OUT]
-                                          [--workdir DIR] [--keep]
+                                          [--workdir DIR] [--keep] [--deadline-minutes M]
 """
 from __future__ import annotations
 
@@ -218,6 +218,8 @@ def main(argv=None) -> int:
     ap.add_argument("--segment-mb", type=int, default=128, help="log.segment.bytes, in MB")
     ap.add_argument("--load-mb-s", type=float, default=1.0, help="the producer's rate during the moves")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--deadline-minutes", type=float, default=None,
+                    help="start no run after this long (the summary then has fewer runs, exit status 2)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", action="store_true", help="keep the broker's data and log")
     ap.add_argument("--json", type=Path, default=None, help="also write the summary here")
@@ -244,6 +246,10 @@ def main(argv=None) -> int:
         producer.fill(args.size_mb << 20)
         log(f"filled {len(producer.acked)} records ({args.size_mb} MB) in {time.monotonic() - t0:.0f} s; seed {seed}")
         for run in range(1, args.runs + 1):
+            if args.deadline_minutes is not None and time.monotonic() - t_start > args.deadline_minutes * 60:
+                log(f"deadline: {run - 1} of {args.runs} runs done in {args.deadline_minutes} min")
+                summary["stopped"] = f"deadline after {run - 1} runs"
+                break
             fault = SWAP_FAULTS[(run // 5 - 1) % len(SWAP_FAULTS)] if run % 5 == 0 else None
             if fault:
                 broker.stop()
@@ -317,7 +323,7 @@ def main(argv=None) -> int:
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary["totals"] | {"seed": seed, "seconds": summary["seconds"],
-                                          "error": summary.get("error")}))
+                                          "error": summary.get("error"), "stopped": summary.get("stopped")}))
     if "error" in summary or len(runs) < args.runs:
         return 2
     t = summary["totals"]

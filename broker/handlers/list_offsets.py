@@ -8,6 +8,8 @@ A special timestamp before the version that introduced it (-3 before v7, -4 befo
 before v9) and any other negative one is UNSUPPORTED_VERSION; a partition named twice in one
 request is INVALID_REQUEST; a replica_id other than -1 (a debugging consumer's -2) reads up to
 the log end whatever the isolation level (Kafka 4.1's answers, tests/conformance list_offsets/).
+A lookup by timestamp reads a stored batch's records, which may inflate to a gigabyte: it runs
+in slices of the event loop (broker/stepper.py), as a produce's record walk does.
 """
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from ..security import authorizer as acl
@@ -78,9 +80,9 @@ async def handle(conn, header, req):
                 elif ts == LATEST_TIERED:
                     found = None  # no tiered storage: nothing uploaded
                 elif ts == MAX_TIMESTAMP:
-                    found = lg.max_timestamp_and_offset()
+                    found = await broker.replicas.stepper.run(lg.max_timestamp_steps())
                 else:
-                    hit = lg.fetch_offset_by_timestamp(ts)
+                    hit = await broker.replicas.stepper.run(lg.offset_by_timestamp_steps(ts))
                     found = (hit[1], hit[0]) if hit else None
                 if found is not None and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL) and found[1] >= fetchable:
                     found = None  # Kafka only reveals offsets below the fetchable end

@@ -106,6 +106,9 @@ class Call:
     # send without waiting for the answer (a JoinGroup or SyncGroup the broker holds until the
     # rebalance moves on); ``collect(save)`` reads and records it later
     defer: bool = False
+    # compare this answer's throttle_time_ms (normalize.py drops it elsewhere): a client quota's
+    # throttle, where Kafka's formula makes it exact (the first request of a fresh quota sensor)
+    throttle: bool = False
 
 
 @dataclass

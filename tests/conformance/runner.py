@@ -297,6 +297,9 @@ class Run:
                 if not address:
                     raise ScenarioError(f"connection {name!r}: the broker has no such listener")
                 c = self.conns[name] = WireClient.to(address, timeout=60, client_id="conformance")
+            elif name.startswith("client:"):   # the plain listener with client id NAME (a quota's entity)
+                c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60,
+                                                     client_id=self.resolve(name[len("client:"):]))
             elif name == "plain":   # the plain listener whatever "main" is: User:ANONYMOUS
                 c = self.conns[name] = WireClient.to(self.target.bootstrap, timeout=60, client_id="conformance")
             elif name == "ssl" or name.startswith("ssl:"):
@@ -419,6 +422,8 @@ class Run:
         normalized = self.norm.response(request["api"], body, answer, i)
         response = canonical_add_partitions(request["api"], canonical(request["api"], normalized))
         entry = {"step": i, "request": request, "response": group_partitions(request["api"], response, self.names)}
+        if step.throttle and isinstance(answer, dict) and "throttle_time_ms" in answer:
+            entry["response"]["throttle_time_ms"] = answer["throttle_time_ms"]
         if step.label:
             entry["label"] = step.label
         return entry

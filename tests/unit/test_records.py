@@ -214,10 +214,11 @@ def test_decode_multiple_batches_and_validate_all():
     assert [len(rs) for _, rs in decoded] == [2, 3]
 
 
-def test_decompress_garbage_is_corrupt():
+def test_decompress_garbage_is_unknown_server_error():
+    # Kafka's answer to a section its codec cannot read (record_validation/broken_codec_streams)
     with pytest.raises(KafkaError) as e:
         rec.decompress(Compression.GZIP, b"not gzip")
-    assert e.value.code == ErrorCode.CORRUPT_MESSAGE
+    assert e.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def test_consumer_view_filters_aborted_transactions_as_kafkas_consumer():

@@ -185,6 +185,26 @@ def test_index_files_have_kafka_format(tmp_path):
     assert tentries == sorted(tentries) and tentries[-1] == (TS + 91, 19)
 
 
+def test_timestamp_lookups_into_a_large_compressed_batch_are_sliced(tmp_path):
+    """A lookup that must read a stored compressed batch's records to its last one is a generator
+    of record-walk steps (the broker runs it in slices of its event loop), not one long call."""
+    from minikafka.protocol.record_walk import SLICE_RECORDS
+    n = 10 * SLICE_RECORDS
+    log = make_log(tmp_path, max_message_bytes=1 << 24)
+    log.append(batch(n, value=b"", compression=rec.Compression.GZIP))
+    for steps, want in ((log.offset_by_timestamp_steps(TS + n - 1), (n - 1, TS + n - 1)),
+                        (log.max_timestamp_steps(), (TS + n - 1, n - 1))):
+        yielded = 0
+        try:
+            while True:
+                next(steps)
+                yielded += 1
+        except StopIteration as done:
+            assert done.value == want
+        assert yielded >= 9, yielded
+    assert log.fetch_offset_by_timestamp(TS + n - 1) == (n - 1, TS + n - 1)
+
+
 def test_offset_for_timestamp_across_rolled_segments(tmp_path):
     log = make_log(tmp_path, segment_bytes=4096, index_interval_bytes=512)
     for i in range(60):  # batch i: records ts TS+100i, TS+100i+1, TS+100i+2

@@ -6,15 +6,8 @@ Bad batches are valid ones (dsl ``batch``) broken by the helpers below, each nam
 it breaks; the CRC is recomputed unless the CRC is what is broken, so the broker sees exactly
 that one fault.
 
-Not recorded here, because minikafka keeps a batch's records opaque on the produce path
-(decoding them only for the record checks that need it) and so answers otherwise: Kafka 4.1
-decodes every record of every batch, and refuses a batch whose records do not match its header
-(records_count and lastOffsetDelta agreeing with each other but one record more or fewer in the
-bytes, a record length varint one off: INVALID_RECORD with the log start offset, no message,
-uncompressed and gzip), refuses a gzip batch whose offset deltas repeat or run backwards
-(UNKNOWN_SERVER_ERROR with the log start offset), and writes the records' max timestamp into a
-header that claims another when minikafka does not decode the batch (a header max below the
-records' on a topic with no message.timestamp.before.max.ms)."""
+Records that do not match their batch (counts, lengths, trailing bytes, codec streams, inner
+offsets) are in record_validation.py."""
 import struct
 import uuid
 import zlib

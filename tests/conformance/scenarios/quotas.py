@@ -5,7 +5,7 @@ quotas surviving kill -9. Users and clients are the scenario's own names; scenar
 type's default or name ip addresses (real addresses, shared by every scenario of a broker) have a
 broker of their own. Kafka answers DescribeClientQuotas from its metadata image, a moment behind
 the controller that answered AlterClientQuotas: a describe after an alter polls (until=)."""
-from ..dsl import PRESENT, TOKENS, Scenario, call, restart
+from ..dsl import PRESENT, TOKENS, Scenario, batch, call, fetch, produce, restart
 from .acls import acl, create_acls
 
 USER, CLIENT, IP = "user", "client-id", "ip"
@@ -138,6 +138,20 @@ SCENARIOS = [
         describe(comp(IP, EXACT, "0:0:0:0:0:0:0:1"), label="an ip entity is matched by its name as given"),
         alter(([(IP, "10.1.2.3")], [op("connection_creation_rate", remove=True)])),
         describe(comp(IP, SPECIFIED), until={"entries.4": "<absent>"}),
+    ]),
+    Scenario("quota/throttle/produce_and_fetch",
+             "producer_byte_rate and consumer_byte_rate of 1024 for client id {c}: its first Produce of "
+             "~12 KB is answered with Kafka's throttle time (the request's size over a fresh sensor's 10 "
+             "windows, above the quota), its first Fetch of those records with an empty answer and the "
+             "throttle of the answer's size; another client id's Produce and Fetch are not throttled.", steps=[
+        alter(([(CLIENT, "{c}")], [op("producer_byte_rate", 1024), op("consumer_byte_rate", 1024)])),
+        describe(comp(CLIENT, EXACT, "{c}"), until={"entries.0.values.1": PRESENT}),
+        produce(batch(values=("x" * 12000,)), acks=1, conn="client:{c}", throttle=True,
+                label="12 KB over 10 s windows at 1024 B/s: throttled"),
+        produce(batch(values=("y" * 12000,)), acks=1, conn="client:{d}", throttle=True, label="another client"),
+        fetch(isolation=0, conn="client:{d}", throttle=True, label="another client reads both batches"),
+        fetch(isolation=0, conn="client:{c}", throttle=True,
+              label="capped to the quota's window (10240 bytes: the first batch), then throttled: empty"),
     ]),
     Scenario("quota/survive_kill",
              "Quotas of a user, a (default user, client id) pair and an ip survive a kill -9 right after "

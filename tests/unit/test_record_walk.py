@@ -1,0 +1,284 @@
+"""The record walk (protocol/record_walk.py) and the codecs' bounded streams
+(protocol/compression.py): what a walk finds and refuses, under every codec, across chunk
+boundaries and through records too large to hold; the rewriting of records; the steps a walk
+yields, so that a caller can run it in slices."""
+from __future__ import annotations
+
+import gzip
+import struct
+
+import pytest
+import trio
+
+from minikafka.broker.stepper import Stepper
+from minikafka.protocol import compression
+from minikafka.protocol import record_walk as rw
+from minikafka.protocol import records as rec
+from minikafka.protocol.errors import ErrorCode, KafkaError
+
+CODECS = [0, 1, 2, 3, 4]
+
+
+def walk(batch: bytes, visit=None, keys=False, block_limit=32 << 20):
+    h = rec.parse_header(batch)
+    return rw.run(rw.walk_records(batch, 0, h.size, h.records_count, h.compression, visit=visit, keys=keys,
+                                  block_limit=block_limit))
+
+
+def rebuilt(batch: bytes, section: bytes, count: int | None = None, codec: int | None = None) -> bytes:
+    h = rec.parse_header(batch)
+    b = bytearray(batch[:rec.HEADER_SIZE])
+    if count is not None:
+        struct.pack_into(">i", b, rec.RECORDS_COUNT_OFFSET, count)
+        struct.pack_into(">i", b, rec.LAST_OFFSET_DELTA_OFFSET, count - 1)
+    codec = h.compression if codec is None else codec
+    b += compression.compress(codec, section) if codec else section
+    struct.pack_into(">i", b, rec.LENGTH_OFFSET, len(b) - rec.LOG_OVERHEAD)
+    struct.pack_into(">I", b, rec.CRC_OFFSET, rec.compute_crc(b, 0, len(b)))
+    return bytes(b)
+
+
+def records(n: int, value_size: int = 10, key=True, headers=()):
+    return [rec.Record(None, 1000 + (i * 7) % 50, (b"key-%d" % i) if key else None, bytes([i % 251]) * value_size,
+                       headers) for i in range(n)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_walk_sees_what_decoding_sees(codec):
+    rs = records(3000, 300, headers=[("h", b"x"), ("e", None)])
+    batch = rec.build_batch(rs, compression=codec)      # several 256 KB chunks once inflated
+    seen = []
+    s = walk(batch, visit=lambda *a: seen.append(a), keys=True)
+    _, decoded = rec.decode_batch(batch)
+    assert s.count == 3000 and s.ordered and s.keyless == 0
+    assert (s.lo, s.hi) == (0, 49)
+    assert [(i, od, key) for i, _, od, _, _, key in seen] == [(i, r.offset, r.key) for i, r in enumerate(decoded)]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_records_too_large_to_hold_are_streamed_with_the_same_checks(codec):
+    big = rw.INLINE_RECORD * 3
+    rs = [rec.Record(None, 5, b"k" * 5000, bytes(big), [("h", b"v")]), rec.Record(None, 9, None, b"small", ())]
+    batch = rec.build_batch(rs, compression=codec)
+    seen = []
+    s = walk(batch, visit=lambda *a: seen.append(a), keys=True)
+    assert s.count == 2 and s.keyless == 1
+    # a key over KEY_INLINE comes as its digest, the same whether its record was streamed or not
+    assert seen[0][:5] == (0, 0, 0, 5000, big) and seen[0][5][0] == "md5"
+    assert seen[1][:5] == (1, 4, 1, -1, 5)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("fault", ["count above", "count below", "trailing", "length one more", "length one less",
+                                   "negative header count", "streamed value past its record"])
+def test_records_that_disagree_with_their_batch_are_invalid_record(codec, fault):
+    good = rec.build_batch(records(2), compression=codec)
+    section = rec.decompress(codec, good[rec.HEADER_SIZE:]) if codec else good[rec.HEADER_SIZE:]
+    one = rec.build_batch(records(1))[rec.HEADER_SIZE:]
+    if fault == "count above":
+        batch = rebuilt(good, section, count=3)
+    elif fault == "count below":
+        batch = rebuilt(good, section, count=1)
+    elif fault == "trailing":
+        batch = rebuilt(good, section + b"\x00")
+    elif fault in ("length one more", "length one less"):
+        delta = 1 if fault == "length one more" else -1
+        batch = rebuilt(good, bytes([one[0] + 2 * delta]) + one[1:], count=1)
+    elif fault == "negative header count":
+        body = b"\x00\x00\x00\x01\x02v\x01"
+        batch = rebuilt(good, rec.encode_varint(len(body)) + body, count=1)
+    else:  # a streamed record whose value length runs past its own length
+        size = rw.INLINE_RECORD * 2
+        head = b"\x00\x00\x00\x01" + rec.encode_varint(size)
+        section = rec.encode_varint(len(head) + 10) + head + bytes(size) + b"\x00"
+        batch = rebuilt(good, section, count=1)
+    with pytest.raises(KafkaError) as e:
+        walk(batch)
+    assert e.value.code == ErrorCode.INVALID_RECORD, e.value
+
+
+def test_a_record_length_varint_too_long_is_unknown_server_error_uncompressed_invalid_record_compressed():
+    body = b"\xff\xff\xff\xff\xff\x01" + rec.build_batch(records(1))[rec.HEADER_SIZE + 1:]
+    for codec, code in ((0, ErrorCode.UNKNOWN_SERVER_ERROR), (1, ErrorCode.INVALID_RECORD)):
+        batch = rebuilt(rec.build_batch(records(1), compression=codec), body)
+        with pytest.raises(KafkaError) as e:
+            walk(batch)
+        assert e.value.code == code
+
+
+def test_varints_keep_only_their_types_width():
+    # the fifth byte of an int varint keeps 4 bits, as Java's int shift does
+    assert rw._varint(b"\x80\x80\x80\x80\x7f", 0, 5) == (((0x7F << 28) & 0xFFFFFFFF) >> 1 ^ 0, 5)
+    with pytest.raises(KafkaError):
+        rw._varint(b"\xff" * 6, 0, 6)
+    assert rw._varint(b"\x80\x80", 0, 2) is None   # runs past the limit: more bytes are needed
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_a_stream_its_codec_cannot_read_is_unknown_server_error(codec):
+    stream = compression.compress(codec, b"\x00" * 100_000)
+    for broken in (b"\x01\x02\x03\x04" * 8, stream[:len(stream) // 2], b""):
+        with pytest.raises(KafkaError) as e:
+            inf = compression.inflater(codec, broken)
+            while inf.read(1 << 16):
+                pass
+            if codec == 4 and not broken:
+                raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR)  # an empty zstd stream is empty (87 later)
+        assert e.value.code == ErrorCode.UNKNOWN_SERVER_ERROR, (codec, broken[:8])
+
+
+def test_stream_ends_follow_kafkas_readers():
+    data = b"records" * 1000
+
+    def inflate(codec, stream):
+        inf = compression.inflater(codec, stream)
+        out = b""
+        while chunk := inf.read(333):
+            assert len(chunk) <= 333
+            out += chunk
+        return out
+
+    g = gzip.compress(data, mtime=0)
+    assert inflate(1, g + g) == data + data                  # GZIPInputStream: concatenated members
+    assert inflate(1, g + b"\x01\x02\x03") == data           # not a member after it: ignored
+    z = compression.compress(4, data)
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"
+    assert inflate(4, z + skippable + z) == data + data      # zstd frames back to back
+    with pytest.raises(KafkaError):
+        inflate(4, z + b"\x01\x02\x03")                      # zstd-jni fails on anything else
+    lz = compression.compress(3, data)
+    assert inflate(3, lz + b"\x01\x02\x03") == data          # Kafka's lz4 reader stops at the end mark
+    s = compression.compress(2, data)
+    assert inflate(2, s + b"\x01\x02\x03") == data           # fewer than 4 bytes after the last block
+    import cramjam
+    assert inflate(2, bytes(cramjam.snappy.compress_raw(data))) == data  # one raw block
+
+
+def test_a_snappy_block_is_bounded_and_a_big_one_is_a_step_for_a_worker_thread():
+    raw = bytes(__import__("cramjam").snappy.compress_raw(bytes(3 << 20)))
+    inf = compression.inflater(2, raw, block_limit=4 << 20)
+    assert inf.heavy
+    inf.prepare()
+    assert len(inf.read(1 << 30)) == 3 << 20
+    with pytest.raises(KafkaError) as e:
+        compression.inflater(2, raw, block_limit=2 << 20)
+    assert e.value.code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_bomb_is_walked_in_bounded_steps(codec):
+    size = 256 << 20
+    head = b"\x00\x00\x00\x02k" + rec.encode_varint(size)
+    pieces = [rec.encode_varint(len(head) + size + 1) + head] + [bytes(1 << 20)] * 256 + [b"\x00"]
+    if codec == 1:
+        import zlib
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        section = b"".join(c.compress(p) for p in pieces) + c.flush()
+    elif codec:
+        d = compression.deflater(codec)
+        section = b"".join(d.write(p) for p in pieces) + d.finish()
+    else:
+        pytest.skip("an uncompressed batch is its own size")
+    batch = rebuilt(rec.build_batch(records(1), compression=codec), section, codec=0)
+    batch = bytearray(batch)
+    struct.pack_into(">h", batch, rec.ATTRIBUTES_OFFSET, codec)
+    struct.pack_into(">I", batch, rec.CRC_OFFSET, rec.compute_crc(batch, 0, len(batch)))
+    h = rec.parse_header(batch)
+    steps = rw.walk_records(batch, 0, h.size, 1, codec)
+    n = 0
+    try:
+        while True:
+            step = steps.send(None)
+            n += 1
+            if step is not None:
+                step()
+    except StopIteration as done:
+        s = done.value
+    assert s.count == 1 and s.keyless == 0
+    assert n >= size // rw.CHUNK          # a step per chunk read at most
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_records_are_rewritten_with_new_deltas_and_some_left_out(codec):
+    rs = records(5, 50) + [rec.Record(None, 1010, b"big", bytes(rw.INLINE_RECORD * 2), [("h", b"v")])]
+    batch = rec.build_batch(rs, compression=codec)
+    h = rec.parse_header(batch)
+    target = 1 if codec != 1 else 4
+
+    def fields(i, td, od):
+        return None if i in (1, 3) else (td + 100, od + 10)
+
+    section = rw.run(rw.reencode_records(batch, 0, h.size, 6, codec, target, fields))
+    out = rec.frame_batch(section, compression=target, last_offset_delta=h.last_offset_delta, base_timestamp=0,
+                          max_timestamp=0, producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                          is_transactional=False, records_count=4)
+    _, got = rec.decode_batch(out)
+    _, want = rec.decode_batch(batch)
+    kept = [want[i] for i in (0, 2, 4, 5)]
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == [
+        (r.offset + 10, r.timestamp - 1000 + 100, r.key, r.value, r.headers) for r in kept]
+    with pytest.raises(KafkaError) as e:
+        rw.run(rw.reencode_records(batch, 0, h.size, 6, codec, 0, lambda i, td, od: (td, od), limit=1000))
+    assert e.value.code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+def test_the_stepper_lets_others_run_between_slices_and_runs_heavy_steps_in_a_thread():
+    import threading
+
+    ran_in = []
+
+    def work():
+        for k in range(2000):
+            for _ in range(2000):
+                pass
+            if k == 1000:
+                yield lambda: ran_in.append(threading.get_ident())
+            else:
+                yield None
+        return "done"
+
+    async def main():
+        ticks = []
+
+        async def other():
+            while True:
+                ticks.append(trio.current_time())
+                await trio.sleep(0)
+
+        async with trio.open_nursery() as n:
+            n.start_soon(other)
+            result = await Stepper().run(work())
+            n.cancel_scope.cancel()
+        return result, ticks
+
+    result, ticks = trio.run(main)
+    assert result == "done"
+    assert ran_in and ran_in[0] != threading.get_ident()
+    assert len(ticks) > 10                 # the other task ran many times meanwhile
+
+
+def test_a_batch_of_many_bad_records_keeps_the_first_errors_and_counts_them_all():
+    from minikafka.storage.config import LogConfig
+    from minikafka.storage.validator import MAX_RECORD_ERRORS, RecordValidationError, analyze_append
+    n = MAX_RECORD_ERRORS + 5
+    batch = rec.build_batch([rec.Record(None, None, None, b"", ()) for _ in range(n)], compression=4)
+    config = LogConfig().with_overrides({"cleanup.policy": "compact"})
+    analysis = rw.run(analyze_append(batch, config, 0, "t-0", True))
+    e = analysis.error
+    assert isinstance(e, RecordValidationError) and e.code == ErrorCode.INVALID_RECORD
+    assert len(e.record_errors) == MAX_RECORD_ERRORS and e.record_errors[0] == (
+        0, "Compacted topic cannot accept message without key in topic partition t-0")
+    assert e.message.startswith(f"One or more records have been rejected due to {n} record errors in total")
+
+
+def test_a_zstd_frame_with_a_large_window_starts_in_a_worker_thread():
+    import zstandard
+    params = zstandard.ZstdCompressionParameters.from_level(19, window_log=24)
+    big = zstandard.ZstdCompressor(compression_params=params).compressobj()
+    section = big.compress(bytes(20 << 20)) + big.flush()
+    inf = compression.inflater(4, section)
+    assert inf.heavy
+    inf.prepare()
+    assert not inf.heavy
+    assert sum(len(c) for c in iter(lambda: inf.read(1 << 20), b"")) == 20 << 20
+    assert not compression.inflater(4, compression.compress(4, bytes(20 << 20))).heavy
