@@ -80,9 +80,9 @@ async def handle(conn, header, req):
                 elif ts == LATEST_TIERED:
                     found = None  # no tiered storage: nothing uploaded
                 elif ts == MAX_TIMESTAMP:
-                    found = await broker.replicas.stepper.run(lg.max_timestamp_steps())
+                    found = await ctx.replicas.stepper.run(lg.max_timestamp_steps())
                 else:
-                    hit = await broker.replicas.stepper.run(lg.offset_by_timestamp_steps(ts))
+                    hit = await ctx.replicas.stepper.run(lg.offset_by_timestamp_steps(ts))
                     found = (hit[1], hit[0]) if hit else None
                 if found is not None and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL) and found[1] >= fetchable:
                     found = None  # Kafka only reveals offsets below the fetchable end
