@@ -80,8 +80,7 @@ class Context:
         """The group coordinator (consumer groups, committed offsets). Made at load when
         __consumer_offsets exists, its groups and offsets rebuilt from it; else on first use
         (a group request, a transactional offset commit, a deleted topic): it then starts from
-        the same (empty) log. Until then a start need not import its code (~3 ms of a 120 ms
-        start). Code that only reacts to the log (markers, timers) uses loaded_group_coordinator:
+        the same (empty) log. Until then a start need not import its code. Code that only reacts to the log (markers, timers) uses loaded_group_coordinator:
         while it does not exist, what it would react to is in the log it will load."""
         if self.loaded_group_coordinator is None:
             self.loaded_group_coordinator = self.load_group_coordinator()

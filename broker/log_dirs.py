@@ -67,7 +67,7 @@ class LogDirMover:
         self._node_id = node_id
         self.rate = Rate()   # one quota for all moves, as Kafka's
         self._nursery = None
-        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # README, "Fault injection"
+        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # docs/operations.md, "Fault injection"
 
     async def run(self) -> None:
         """The broker's background service (scheduler.Service): resume the moves a restart

@@ -45,8 +45,8 @@ _INT = struct.Struct("i")  # a C int (FIONREAD's answer)
 
 def _frame_buffer(size: int):
     """A large frame's buffer: anonymous memory, whose pages the kernel supplies (zeroed) as the
-    bytes arrive, where ``bytearray(size)`` zero-fills all of them at once (a 32 MB buffer took
-    75-110 ms of the event loop on a loaded VM)."""
+    bytes arrive, where ``bytearray(size)`` zero-fills all of them at once, holding the event
+    loop for a large frame."""
     return mmap.mmap(-1, size) if size >= mmap.PAGESIZE * 16 else bytearray(size)
 
 
@@ -65,8 +65,7 @@ class FrameReader:
     Python on the way (the codec's records are views of the frame, see protocol/schema.py). Any
     other frame is ``bytes``: a small one is copied out of the shared buffer, which the next
     reads reuse; a large one out of its own, as the many small fields of other requests decode
-    faster from bytes than from a view (OffsetCommit of 5,000 partitions: 2.29 ms from bytes,
-    2.48 from a view).
+    faster from bytes than from a view (bench/README.md).
 
     ``activity`` (the connection) has its ``last_active`` set whenever bytes arrive after a
     wait: idle expiry counts from the last I/O, as Kafka's Selector does."""

@@ -7,7 +7,7 @@ advertises, as Kafka's ApiKeys). Each module defines `async def handle(conn, hea
 AbstractRequest.getErrorResponse builds for an error that refuses the whole request, e.g. a
 request during SASL authentication; without it, the answer is the top-level error code alone).
 A module is imported when its API is first used: a client uses a handful of the 53, and
-importing them all was ~4 ms of a 120 ms start.
+importing them all would lengthen every start (bench/README.md).
 Modules not in APIS (common.py, group_common.py, ...) are shared helpers.
 """
 from __future__ import annotations
