@@ -34,7 +34,7 @@ async def run(config, trace=None, *, task_status=trio.TASK_STATUS_IGNORED, insta
         try:
             async with trio.open_nursery() as nursery:
                 await _serve(broker, config, nursery)
-                print(f"minikafka ready: node {broker.node_id} listening on {', '.join(broker.listening)} "
+                print(f"minikafka ready: node {broker.ctx.node_id} listening on {', '.join(broker.ctx.listening)} "
                       f"(log.dirs={config.log_dir})", flush=True)
                 if trace is not None:
                     trace.ready()
@@ -89,13 +89,13 @@ async def _serve(broker, config, nursery) -> None:
         adv_host, adv_port = config.advertised.get(name, (host, port))
         if not adv_host or adv_host == "0.0.0.0":
             adv_host = host if host and host != "0.0.0.0" else socket.gethostname()
-        broker.advertised[name] = (adv_host, adv_port or bound_port)
-        broker.listeners[name] = listener
+        broker.ctx.advertised[name] = (adv_host, adv_port or bound_port)
+        broker.ctx.listeners[name] = listener
         for sock in sockets:
-            await nursery.start(serve_listener, broker, sock, listener)
-        broker.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
+            await nursery.start(serve_listener, broker.ctx, sock, listener)
+        broker.ctx.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
     await scheduler.run(broker.background_tasks() + [
-        Service("connections.max.idle.ms", functools.partial(close_idle_connections, broker))], nursery)
+        Service("connections.max.idle.ms", functools.partial(close_idle_connections, broker.ctx))], nursery)
     if config["metrics.listener"]:
         from .metrics import serve_metrics
         await nursery.start(serve_metrics, broker)

@@ -12,9 +12,10 @@ applied to a scratch copy of this checkout (its tracked and untracked files, in 
 outside the repository), never to the checkout itself; the copy runs its own code, as every
 checkout does (minikafka/__init__.py). There the conformance suite runs (``-n 2`` pytest
 workers by default: the machine is shared), plus the tests the mutation names. A mutation is
-caught when a conformance scenario or a named test fails; ``--quick`` first runs the scenarios
-a mutation lists as its likely catchers and stops at the first failure (the report wants the
-whole suite: without ``--quick`` every scenario runs).
+caught when a conformance scenario or a named test fails. ``--quick`` first runs the scenarios
+a mutation lists as its likely catchers (all of them: the report names each that fails) and, only
+when none fails, the whole suite up to its first failure; without ``--quick`` the whole suite
+runs for every mutation (about 9 min each on the shared 2-core machine: hours for all).
 
 A mutation names what it breaks, not where it sits: the function by its qualified name
 (``UnifiedLog.append``, ``set_log_append_time``; ``handlers/produce.py::handle`` where a name is
@@ -214,7 +215,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("every-listener-advertises-plaintext", "broker",
              "Metadata, FindCoordinator and DescribeCluster name the PLAINTEXT listener's address on every "
              "listener: SASL and SSL clients are sent to the wrong port",
-             "Broker.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
+             "Context.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
              first=("sec/ops/", "sec/ssl/")),
     Mutation("produce-answer-log-append-time-hour-early", "broker",
              "the Produce answer's log_append_time_ms is an hour before the stamp stored and fetched",
@@ -234,8 +235,8 @@ MUTATIONS: list[Mutation] = [
              "lg.high_watermark", first=("read_committed/", "txn_produce/")),
     Mutation("produce-answered-before-flush", "broker",
              "with flush.messages reached, a Produce is answered before its records are fsynced",
-             "handlers/produce.py::handle", "await broker.replicas.flush_log(lg, res.last_offset + 1)", "pass",
-             tests=("tests/integration/test_flush.py::test_flush_messages_fsyncs_before_the_ack",)),
+             "handlers/produce.py::handle", "await ctx.replicas.flush_log(lg, res.last_offset + 1)", "pass",
+             tests=("tests/integration/test_flush.py::test_flush_messages_ack_waits_for_a_slow_fsync",)),
     # ------------------------------------------------------------------ security
     Mutation("deny-acl-ignored", "security",
              "a DENY ACL does not override an ALLOW ACL of the same principal and resource",
@@ -447,6 +448,7 @@ class Outcome:
     first_message: str = ""
     seconds: float = 0.0
     detail: str = ""
+    load: float = 0.0                 # the machine's 1-min load average when the run ended
 
 
 def scratch_copy(root: Path, label: str) -> Path:
@@ -531,22 +533,24 @@ def run_mutation(m: Mutation | None, workers: int, quick: bool, timeout_s: float
         failures: list[tuple[str, str]] = []
         code: int | None = 0
         if quick and m is not None:
+            # the likely catchers all run (a few dozen scenarios): the report names each that fails
             first = _scenario_nodes(copy, m.first)
             if first or m.tests:
-                code, failures = run_pytest(copy, first + list(m.tests), workers, timeout_s, True, log_path)
+                code, failures = run_pytest(copy, first + list(m.tests), workers, timeout_s, False, log_path)
         if not [f for f in failures if f[0] not in ignore]:
             code, failures = run_pytest(copy, [CONFORMANCE, *m.tests] if m else [CONFORMANCE], workers, timeout_s,
                                         quick, log_path)
         catchers = [(t, msg) for t, msg in failures if t not in ignore]
-        seconds = time.monotonic() - t0
+        seconds, load = time.monotonic() - t0, os.getloadavg()[0]
         if catchers:
-            return Outcome(name, "caught", [t for t, _ in catchers], catchers[0][1], seconds)
+            return Outcome(name, "caught", [t for t, _ in catchers], catchers[0][1], seconds, load=load)
         if code is None:
-            return Outcome(name, "error", [], seconds=seconds,
+            return Outcome(name, "error", [], seconds=seconds, load=load,
                            detail=f"timed out after {timeout_s:.0f} s; log {log_path}")
         if code not in (0, 1):
-            return Outcome(name, "error", [], seconds=seconds, detail=f"pytest exit code {code}; log {log_path}")
-        return Outcome(name, "missed", [], seconds=seconds)
+            return Outcome(name, "error", [], seconds=seconds, load=load,
+                           detail=f"pytest exit code {code}; log {log_path}")
+        return Outcome(name, "missed", [], seconds=seconds, load=load)
     finally:
         if not keep:
             shutil.rmtree(copy, ignore_errors=True)
@@ -565,9 +569,15 @@ def describe(o: Outcome) -> str:
 
 # ===================================================================== the report
 
-def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers: int, total_s: float) -> None:
+def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers: int, total_s: float,
+                 quick: bool, command: str) -> None:
     caught = sum(o.status == "caught" for o in outcomes)
     by_name = {m.name: m for m in MUTATIONS}
+    loads = [o.load for o in [baseline, *outcomes]]
+    how = ("`--quick`: each mutation's likely scenarios (its `first=` prefixes) and named tests all ran, "
+           "and the whole suite, up to its first failure, only where none of them failed; so a mutation's "
+           "catchers are those among its likely scenarios (others may catch it too)" if quick else
+           "the whole conformance suite ran for every mutation: its catchers are every scenario that failed")
     lines = [
         "# Mutation report: does the conformance suite catch real bugs?",
         "",
@@ -578,10 +588,11 @@ def write_report(path: Path, outcomes: list[Outcome], baseline: Outcome, workers
         "is the suite once per mutation); tests/unit/test_mutations.py, which CI runs, checks that every",
         "mutation still applies to the code.",
         "",
-        f"**{caught} of {len(outcomes)} mutations caught.** {time.strftime('%Y-%m-%d')}, `-n {workers}`, "
-        f"{total_s / 60:.0f} min in all (the unmutated suite: {baseline.seconds / 60:.1f} min"
+        f"**{caught} of {len(outcomes)} mutations caught.** {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"`-n {workers}`, {total_s / 60:.0f} min in all (the unmutated suite: {baseline.seconds / 60:.1f} min"
         + (f", failing there and not counted: {', '.join(baseline.catchers)}" if baseline.catchers else "")
-        + "; times on a shared 2-core machine, indicative).",
+        + f"); `{command}` at niceness {os.nice(0)}, on a shared 2-core machine, 1-min load average "
+        f"{min(loads):.1f} to {max(loads):.1f} (sampled as each run ended): times are indicative. Mode: {how}.",
         "",
         "| mutation | layer | the bug | caught by | min |",
         "|---|---|---|---|---:|",
@@ -612,7 +623,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", metavar="NAME", help="run one mutation")
     ap.add_argument("-n", type=int, default=2, metavar="WORKERS", help="pytest-xdist workers (default 2; 0: none)")
     ap.add_argument("--quick", action="store_true",
-                    help="run a mutation's likely catchers first and stop at the first failure")
+                    help="run a mutation's likely catchers first; the whole suite (to its first failure) only if none fails")
     ap.add_argument("--timeout", type=float, default=45, metavar="MIN", help="per run of the suite (default 45)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copies and their logs")
     ap.add_argument("--report", type=Path, default=ROOT / "docs" / "mutations.md",
@@ -645,7 +656,8 @@ def main(argv=None) -> int:
         o = run_mutation(m, args.n, args.quick, timeout_s, args.keep, ignore=set(baseline.catchers))
         outcomes.append(o)
         print(describe(o), f"({o.seconds / 60:.1f} min)", flush=True)
-    write_report(args.report, outcomes, baseline, args.n, time.monotonic() - t0)
+    write_report(args.report, outcomes, baseline, args.n, time.monotonic() - t0, args.quick,
+                 " ".join(["python tools/mutations.py", *(sys.argv[1:] if argv is None else argv)]))
     missed = [o.name for o in outcomes if o.status != "caught"]
     print(f"{len(outcomes) - len(missed)} of {len(outcomes)} caught; report: {args.report}"
           + (f"; not caught: {', '.join(missed)}" if missed else ""))

@@ -12,9 +12,12 @@
 """
 from __future__ import annotations
 
+import os
 import re
+import time
 import urllib.request
 
+import minikafka
 from harness import free_port, wait_until
 from rawclient import RawClient, make_batch
 
@@ -81,6 +84,52 @@ def test_flush_messages_fsyncs_before_the_ack(broker_factory, unique_topic):
         assert flushes(port) == base + 2, "the default (flush.messages = Long.MAX) fsyncs nothing"
     wait_until(lambda: recovery_point(b, topic) == 20 and recovery_point(b, plain) == 0, 10,
                message=lambda: f"recovery points {recovery_point(b, topic)}, {recovery_point(b, plain)}")
+
+
+# A slow disk: the broker's interpreter loads this (sitecustomize) and makes every fsync of a
+# segment file whose path holds SLOW_FSYNC_MARK take SLOW_FSYNC_S.
+SLOW_FSYNC = """
+import os, time
+_fsync = os.fsync
+def fsync(fd):
+    try:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        path = ""
+    if os.environ["SLOW_FSYNC_MARK"] in path and path.endswith(".log"):
+        time.sleep(float(os.environ["SLOW_FSYNC_S"]))
+    _fsync(fd)
+os.fsync = fsync
+"""
+
+
+def test_flush_messages_ack_waits_for_a_slow_fsync(broker_factory, unique_topic, tmp_path):
+    """The produce that reaches flush.messages is answered after its fsync, however long the fsync
+    takes: a broker that answers first (and leaves the fsync to its flusher a moment later) loses
+    acknowledged records in a power cut. A slow disk makes that moment long enough to see."""
+    if not os.path.exists("/proc/self/fd"):
+        import pytest
+        pytest.skip("needs /proc/self/fd to tell a segment's fsync from others")
+    hook = tmp_path / "slow_fsync"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SLOW_FSYNC)
+    topic = unique_topic("slowdisk")
+    port = free_port()
+    pythonpath = os.pathsep.join(p for p in (str(hook), minikafka.CHECKOUT, os.environ.get("PYTHONPATH")) if p)
+    b = broker_factory(overrides={"metrics.listener": f"127.0.0.1:{port}"},
+                       env={"PYTHONPATH": pythonpath, "SLOW_FSYNC_MARK": topic, "SLOW_FSYNC_S": "1.5"})
+    with RawClient.to(b.bootstrap) as c:
+        assert c.create_topic(topic, 1, {"flush.messages": "3"}) == 0
+        base = flushes(port)
+        for i in range(3):
+            t0 = time.monotonic()
+            assert c.produce(topic, 0, make_batch([b"m%d" % i]), acks=1).base_offset == i
+            answered_after = time.monotonic() - t0
+            if i < 2:
+                assert flushes(port) == base, f"message {i} asked for no fsync"
+        # the third message is fsynced (1.5 s on this disk) before its produce is answered
+        assert flushes(port) == base + 1, "the produce reaching flush.messages was answered before its fsync"
+        assert answered_after >= 1.5, f"answered {answered_after:.2f} s after it was sent, before the fsync ended"
 
 
 def test_flush_ms_is_applied_by_the_log_flusher(broker_factory, unique_topic):
