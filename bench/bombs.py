@@ -99,6 +99,7 @@ class Target:
             code = self.client.request(19, 5, body).topics[0].error_code
             if code not in (0, 36):
                 raise SystemExit(f"bombs: {self.name} cannot create {name}: error {code}")
+            self.await_leader(name)
             self.topics.append(name)
         return name
 
@@ -107,6 +108,20 @@ class Target:
                 "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
         p = self.client.request(0, 9, body).responses[0].partition_responses[0]
         return p.error_code, len(p.record_errors or [])
+
+    def await_leader(self, topic: str, timeout: float = 60) -> None:
+        """Until the new topic's partition has a leader (Kafka's brokers learn of a topic from the
+        controller a moment after CreateTopics answers: a produce then is NOT_LEADER_OR_FOLLOWER)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            t = self.client.request(3, 12, {"topics": [{"topic_id": uuid.UUID(int=0), "name": topic}],
+                                            "allow_auto_topic_creation": False,
+                                            "include_topic_authorized_operations": False}).topics[0]
+            if t.error_code == 0 and t.partitions and t.partitions[0].leader_id >= 0:
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"bombs: {self.name}: {topic} has no leader after {timeout:.0f} s")
+            time.sleep(0.1)
 
     def close(self) -> None:
         if self.topics:
@@ -241,6 +256,16 @@ def main() -> int:
                           f"{within(row['peak_above_mb'], RSS_BOUND_MB):>24} "
                           f"{within(row['p99_ms'], P99_BOUND_MS):>18} {row['seconds']:>8} {row['cpu_s']:>12}",
                           flush=True)
+        if "snappy" in bombs:
+            # the control for the snappy rows: a request of the same size with nothing to inflate
+            control = bad.batch(b"".join(bad.record(bytes(len(bombs["snappy"]) // 16 - 64), b"k", i)
+                                         for i in range(16)), 16)
+            row = {"codec": "none", "bytes": len(control)}
+            row.update(measure(ours, ours.topic("plain"), control, bystander))
+            results["control"] = row
+            print(f"# control: an uncompressed batch of {len(control):,} bytes (the snappy bomb's size, nothing to "
+                  f"inflate): answer {row['answer']}, peak {within(row['peak_above_mb'], RSS_BOUND_MB)} MB above "
+                  f"idle, bystander p99 {within(row['p99_ms'], P99_BOUND_MS)} ms, {row['seconds']} s", flush=True)
         if tiny is not None:
             row = {"records": args.tiny, "bytes": len(tiny)}
             row["minikafka"] = measure(ours, ours.topic("plain"), tiny, bystander)

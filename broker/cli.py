@@ -100,7 +100,8 @@ def parse_args(argv: list[str]):
     A command line of whole option names, each as ``--name value`` or ``--name=value`` with no
     value starting with '-', is read here, as argparse reads it; any other (--help, an
     abbreviation, an unknown option, a missing value) goes to argparse, for its answer and
-    messages. Importing and building argparse's parser was ~2 ms of every start."""
+    messages: importing and building argparse's parser is a noticeable part of a start
+    (bench/README.md)."""
     values: dict = {dest: [] if repeatable else None for dest, repeatable, _, _ in _OPTIONS.values()}
     i = 0
     while i < len(argv):
@@ -138,8 +139,8 @@ class StartupTrace:
     every partition), coordinators (transaction and group state), listeners (bind).
 
     While it runs, the cyclic garbage collector is off: a start allocates hundreds of
-    thousands of objects that all live on (modules, classes, logs) and collecting them
-    was ~5% of an empty start's instructions. Once ready they are frozen out of later
+    thousands of objects that all live on (modules, classes, logs), which collecting would
+    only walk over again. Once ready they are frozen out of later
     collections (gc.freeze) and the collector is on again."""
 
     def __init__(self):

@@ -57,20 +57,50 @@ class Rate:
 
 
 class LogDirMover:
-    def __init__(self, broker):
-        self.broker = broker
+    """This node's log dirs as requests see them: what each holds (DescribeLogDirs) and the
+    moves between them (AlterReplicaLogDirs)."""
+
+    def __init__(self, logs, replicas, dynamic_configs, node_id: int):
+        self._logs = logs  # the LogManager
+        self._replicas = replicas
+        self._dynamic_configs = dynamic_configs
+        self._node_id = node_id
         self.rate = Rate()   # one quota for all moves, as Kafka's
         self._nursery = None
-        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # README, "Fault injection"
+        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # docs/operations.md, "Fault injection"
 
     async def run(self) -> None:
         """The broker's background service (scheduler.Service): resume the moves a restart
         interrupted, then run each move AlterReplicaLogDirs starts, until shutdown."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            for future in self.broker.logs.future_logs():
+            for future in self._logs.future_logs():
                 self._spawn((future.topic, future.partition), future)
             await trio.sleep_forever()
+
+    # ------------------------------------------------------------------ what they hold
+    def describe(self, wanted: set | None) -> list[tuple[str, list[tuple]]]:
+        """[(log dir, [(log, future, offset lag)])] for DescribeLogDirs, the partitions in
+        ``wanted`` ((topic, partition) pairs; None: all), in partition order. A future replica's
+        lag is how far its copy is behind the current replica."""
+        lm = self._logs
+        replicas = [(lg, lm.log_dir_of(lg.topic, lg.partition), False) for lg in lm.logs()]
+        replicas += [(lg, lm.future_log_dir_of(lg.topic, lg.partition), True) for lg in lm.future_logs()]
+        replicas.sort(key=lambda r: (r[0].topic, r[0].partition))
+        out = []
+        for d in lm.log_dirs:
+            held = []
+            for lg, where, future in replicas:
+                if where != d or (wanted is not None and (lg.topic, lg.partition) not in wanted):
+                    continue
+                if future:
+                    current = lm.get_log(lg.topic, lg.partition)
+                    lag = current.log_end_offset - lg.log_end_offset if current is not None else -1
+                else:
+                    lag = max(lg.high_watermark - lg.log_end_offset, 0)
+                held.append((lg, future, lag))
+            out.append((d, held))
+        return out
 
     def _spawn(self, tp, future) -> None:
         if self._nursery is not None:
@@ -80,7 +110,7 @@ class LogDirMover:
     def alter(self, topic: str, partition: int, path: str) -> None:
         """One partition of an AlterReplicaLogDirs (Kafka's ReplicaManager.alterReplicaLogDirs):
         raises KafkaError with the partition's error."""
-        lm = self.broker.logs
+        lm = self._logs
         if len(f"{topic}-{partition}.{'0' * 32}-future") > 255:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic name is too long.")
         lm.check_log_dir(path)
@@ -89,7 +119,7 @@ class LogDirMover:
         if future_dir is not None and future_dir != path:
             # another destination (the current dir included): the move in progress stops
             lm.abandon_future(tp)
-        current = self.broker.replicas.get_log(topic, partition)
+        current = self._replicas.get_log(topic, partition)
         if current is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
         if lm.log_dir_of(topic, partition) == path or lm.future_log_dir_of(topic, partition) == path:
@@ -106,8 +136,8 @@ class LogDirMover:
     def throttle(self) -> int:
         """The alter-log-dirs quota in bytes/s (this node's dynamic config, else the cluster-wide
         default; unthrottled without either)."""
-        dynamic = self.broker.dynamic_configs.broker
-        for layer in (str(self.broker.node_id), ""):
+        dynamic = self._dynamic_configs.broker
+        for layer in (str(self._node_id), ""):
             value = dynamic.get(layer, {}).get(THROTTLE_CONFIG)
             if value is not None:
                 try:
@@ -125,7 +155,7 @@ class LogDirMover:
             await trio.sleep(0.1)
 
     async def _move(self, tp, future) -> None:
-        lm = self.broker.logs
+        lm = self._logs
         flushed_bytes = 0
         swapped = False
         try:
@@ -161,7 +191,7 @@ class LogDirMover:
                         continue
                     lm.replace_current_with_future(*tp, fault=self._fault)
                     swapped = True
-                    self.broker.replicas.notify_data()
+                    self._replicas.notify_data()
                     await trio.to_thread.run_sync(lm.remove_deleted_dir, current.dir)  # (renamed -delete)
                     return
                 data = await trio.to_thread.run_sync(r.slice.read)
@@ -175,7 +205,7 @@ class LogDirMover:
                     await trio.to_thread.run_sync(future.flush)
         except OSError as e:
             if lm.future_log(*tp) is future:
-                self.broker.replicas.log_dir_failed(e)
+                self._replicas.log_dir_failed(e)
             # else: the copy was abandoned while a step ran (its dir renamed or removed)
         except KafkaError as e:
             if lm.future_log(*tp) is future:

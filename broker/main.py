@@ -34,7 +34,7 @@ async def run(config, trace=None, *, task_status=trio.TASK_STATUS_IGNORED, insta
         try:
             async with trio.open_nursery() as nursery:
                 await _serve(broker, config, nursery)
-                print(f"minikafka ready: node {broker.node_id} listening on {', '.join(broker.listening)} "
+                print(f"minikafka ready: node {broker.ctx.node_id} listening on {', '.join(broker.ctx.listening)} "
                       f"(log.dirs={config.log_dir})", flush=True)
                 if trace is not None:
                     trace.ready()
@@ -56,9 +56,9 @@ def _keep_freed_buffers() -> None:
 
     Why: by default a large buffer (a produce request, the copy an append patches) gets fresh
     pages from the kernel and gives them back when freed, so each megabyte produced costs
-    ~250 page faults and the zeroing of its pages again. With transactions of 1,000 1 KB
-    records that was most of the broker's CPU (0.9 s for 200 MB, 0.3-0.5 s with freed memory
-    kept; bench/throughput.py row txn1000). The price is up to 16 MB more RSS after a burst.
+    its page faults and the zeroing of its pages again: with large transactions most of the
+    broker's CPU (bench/throughput.py row txn1000, bench/README.md). The price is up to 16 MB
+    more RSS after a burst.
     Done once ready: it is not on the start path."""
     if sys.platform != "linux" or any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
         return
@@ -78,7 +78,7 @@ async def _serve(broker, config, nursery) -> None:
         name, host, port = listener.name, listener.host, listener.port
         try:
             # the address as bytes: a str goes through Python's "idna" codec in getaddrinfo, whose
-            # import (encodings.idna, stringprep) was ~0.5 ms of every start; the listeners regex
+            # import (encodings.idna, stringprep) would be on every start; the listeners regex
             # (security/listeners.py) lets only ASCII through
             sockets = await trio.open_tcp_listeners(port, host=host.encode("ascii") if host else None)
         except OSError as e:
@@ -89,13 +89,13 @@ async def _serve(broker, config, nursery) -> None:
         adv_host, adv_port = config.advertised.get(name, (host, port))
         if not adv_host or adv_host == "0.0.0.0":
             adv_host = host if host and host != "0.0.0.0" else socket.gethostname()
-        broker.advertised[name] = (adv_host, adv_port or bound_port)
-        broker.listeners[name] = listener
+        broker.ctx.advertised[name] = (adv_host, adv_port or bound_port)
+        broker.ctx.listeners[name] = listener
         for sock in sockets:
-            await nursery.start(serve_listener, broker, sock, listener)
-        broker.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
+            await nursery.start(serve_listener, broker.ctx, sock, listener)
+        broker.ctx.listening.append(f"{name}://{host or '0.0.0.0'}:{bound_port}")
     await scheduler.run(broker.background_tasks() + [
-        Service("connections.max.idle.ms", functools.partial(close_idle_connections, broker))], nursery)
+        Service("connections.max.idle.ms", functools.partial(close_idle_connections, broker.ctx))], nursery)
     if config["metrics.listener"]:
         from .metrics import serve_metrics
         await nursery.start(serve_metrics, broker)

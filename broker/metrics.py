@@ -88,7 +88,7 @@ class BrokerCollector:
     def _coordinator_starts(self) -> dict[tuple[int, str, int], int]:
         """{(producer id, topic, partition): txn start ms} for transactions the coordinator
         still considers open on that partition."""
-        coord = getattr(self.broker, "txn_coordinator", None)
+        coord = self.broker.ctx.txn_coordinator
         out = {}
         if coord is None:
             return out
@@ -182,19 +182,19 @@ class BrokerCollector:
 
         counts = CounterMetricFamily("kafka_network_requestmetrics_requests",
                                      "Requests handled, per API and API version", labels=["request", "version"])
-        done = dict(broker.metrics.request_count)
+        done = dict(broker.ctx.metrics.request_count)
         # the transaction path's APIs are there from the start, each version it serves at 0
         for key in KEY_APIS:
             api = handlers.APIS.get(key)
             if api is not None:
-                lo, hi = handlers.advertised_range(api, broker)
+                lo, hi = handlers.advertised_range(api, broker.ctx)
                 for v in range(lo, hi + 1):
                     done.setdefault((key, v), 0)
         for key, v in sorted(done):
             counts.add_metric([API_NAMES.get(key, str(key)), str(v)], done[(key, v)])
         yield counts
 
-        coord = getattr(broker, "txn_coordinator", None)
+        coord = broker.ctx.txn_coordinator
         states = GaugeMetricFamily("kafka_coordinator_transaction_transactionalids",
                                    "Transactional ids known to the transaction coordinator, per state",
                                    labels=["state"])
@@ -207,15 +207,15 @@ class BrokerCollector:
         yield states
 
         g = GaugeMetricFamily("kafka_server_socketservermetrics_connection_count", "Open client connections")
-        g.add_metric([], broker.metrics.connections)
+        g.add_metric([], broker.ctx.metrics.connections)
         yield g
         c = CounterMetricFamily("kafka_server_socketservermetrics_failed_authentication",
                                 "Failed TLS handshakes and SASL authentications")
-        c.add_metric([], broker.metrics.failed_authentications)
+        c.add_metric([], broker.ctx.metrics.failed_authentications)
         yield c
         yield from self._connection_quotas(broker)
 
-        cache = broker.fetch_manager.cache
+        cache = broker.ctx.fetch_manager.cache
         g = GaugeMetricFamily("kafka_server_fetchsessioncache_numincrementalfetchsessions",
                               "Incremental fetch sessions (KIP-227) in the cache")
         g.add_metric([], cache.num_sessions)
@@ -239,7 +239,7 @@ class BrokerCollector:
 
     @staticmethod
     def _connection_quotas(broker):
-        quotas, pool = broker.connection_quotas, broker.memory_pool
+        quotas, pool = broker.ctx.connection_quotas, broker.ctx.memory_pool
         names = [lst.name for lst in broker.config.listeners]
         for family, values in (
                 (CounterMetricFamily("kafka_server_socketservermetrics_connection_creation",
@@ -288,7 +288,7 @@ def make_registry(broker) -> CollectorRegistry:
             child = children[api_key] = hist.labels(request=API_NAMES.get(api_key, str(api_key)))
         child.observe(seconds)
 
-    broker.metrics.observers.append(observe)
+    broker.ctx.metrics.observers.append(observe)
     return registry
 
 
@@ -332,7 +332,6 @@ async def serve_metrics(broker, task_status=trio.TASK_STATUS_IGNORED) -> None:
     registry = make_registry(broker)
     listeners = await trio.open_tcp_listeners(port, host=None if host in ("", "0.0.0.0") else host)
     bound = listeners[0].socket.getsockname()
-    broker.metrics_address = (host, bound[1])
     log.info("metrics endpoint on http://%s:%d/metrics", host, bound[1])
 
     async def on_connect(stream):

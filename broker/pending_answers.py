@@ -1,6 +1,6 @@
 """JoinGroup and SyncGroup answers the group coordinator gives later (its `Waiter`s). The
 coordinator never calls back: after each request and each timer tick the broker looks at
-which of them it gave (`check`, from Broker.after_work) and wakes their connections."""
+which of them it gave (`check`, from Context.after_work) and wakes their connections."""
 from __future__ import annotations
 
 import trio

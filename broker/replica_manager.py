@@ -184,16 +184,21 @@ class ReplicaManager:
                                                h.base_sequence, operation)
                 if code != ErrorCode.NONE:
                     raise verification_error(code, operation)
+        result = self._append(lg, records, analysis=analysis)
+        self.notify_if_appended()
+        return result
+
+    def _append(self, lg, records, **kwargs):
+        """``lg.append``; an I/O error, or a KafkaError an I/O error caused, is the log dir's
+        failure (the LogManager's policy: the broker halts), never an answer."""
         try:
-            result = lg.append(records, analysis=analysis)
+            return lg.append(records, **kwargs)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)
             raise
         except OSError as e:
             self.log_dir_failed(e)
-        self.notify_if_appended()
-        return result
 
     def verify_transaction(self, lg, transactional_id: str, producer_id: int, producer_epoch: int,
                            sequence: int, operation: TransactionSupportedOperation) -> ErrorCode:
@@ -232,14 +237,7 @@ class ReplicaManager:
         if lg is None:
             self.topics.ensure_internal(topic)
             lg = self.get_log(topic, partition)
-        try:
-            result = lg.append(batches, origin="coordinator")
-        except OSError as e:
-            self.log_dir_failed(e)
-        except KafkaError as e:
-            if isinstance(e.__cause__, OSError):
-                self.log_dir_failed(e.__cause__)
-            raise
+        result = self._append(lg, batches, origin="coordinator")
         self.notify_if_appended()
         return result
 
@@ -252,13 +250,9 @@ class ReplicaManager:
             return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         batch = rec.build_control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms())
         try:
-            lg.append(batch, origin="coordinator")
+            self._append(lg, batch, origin="coordinator")
         except KafkaError as e:
-            if isinstance(e.__cause__, OSError):
-                self.log_dir_failed(e.__cause__)
             return int(e.code)
-        except OSError as e:
-            self.log_dir_failed(e)
         self._transaction_completed(topic, partition, [(producer_id, commit)])
         self.notify_if_appended()  # the LSO may have moved: wake read_committed long-polls
         return 0
@@ -277,13 +271,9 @@ class ReplicaManager:
         batches = b"".join(rec.build_control_batch(pid, epoch, commit, coordinator_epoch, ts)
                            for pid, epoch, commit, coordinator_epoch in markers)
         try:
-            lg.append(batches, origin="coordinator")
-        except KafkaError as e:
-            if isinstance(e.__cause__, OSError):
-                self.log_dir_failed(e.__cause__)
+            self._append(lg, batches, origin="coordinator")
+        except KafkaError:
             return [self.write_marker(topic, partition, *m) for m in markers]
-        except OSError as e:
-            self.log_dir_failed(e)
         self._transaction_completed(topic, partition, [(pid, commit) for pid, _, commit, _ in markers])
         self.notify_if_appended()  # the LSO may have moved: wake read_committed long-polls
         return [0] * len(markers)

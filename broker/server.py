@@ -31,7 +31,7 @@ from minikafka.storage.file_slice import FileSlice, TruncatedSliceError
 from . import handlers
 from .handlers.authorization import AUTHORIZATION
 from .handlers.common import AUTH_MESSAGES, CloseConnection
-from .broker import Broker
+from .context import Context
 from .memory_pool import MemoryPool
 from .quotas import quota_now_ms
 from .security.authorizer import CLUSTER_NAME
@@ -45,8 +45,8 @@ _INT = struct.Struct("i")  # a C int (FIONREAD's answer)
 
 def _frame_buffer(size: int):
     """A large frame's buffer: anonymous memory, whose pages the kernel supplies (zeroed) as the
-    bytes arrive, where ``bytearray(size)`` zero-fills all of them at once (a 32 MB buffer took
-    75-110 ms of the event loop on a loaded VM)."""
+    bytes arrive, where ``bytearray(size)`` zero-fills all of them at once, holding the event
+    loop for a large frame."""
     return mmap.mmap(-1, size) if size >= mmap.PAGESIZE * 16 else bytearray(size)
 
 
@@ -65,8 +65,7 @@ class FrameReader:
     Python on the way (the codec's records are views of the frame, see protocol/schema.py). Any
     other frame is ``bytes``: a small one is copied out of the shared buffer, which the next
     reads reuse; a large one out of its own, as the many small fields of other requests decode
-    faster from bytes than from a view (OffsetCommit of 5,000 partitions: 2.29 ms from bytes,
-    2.48 from a view).
+    faster from bytes than from a view (bench/README.md).
 
     ``activity`` (the connection) has its ``last_active`` set whenever bytes arrive after a
     wait: idle expiry counts from the last I/O, as Kafka's Selector does."""
@@ -238,10 +237,11 @@ class ProtocolViolation(Exception):
 
 
 class Connection:
-    """Per-connection context handed to handlers."""
+    """One client connection: its stream, principal, session and quota state; handlers reach
+    the broker's parts through ``ctx`` (broker/context.py)."""
 
-    def __init__(self, broker: Broker, stream, listener_name: str, peer: str):
-        self.broker = broker
+    def __init__(self, ctx: Context, stream, listener_name: str, peer: str):
+        self.ctx = ctx
         self.stream = stream
         self.listener_name = listener_name
         self.peer = peer
@@ -278,7 +278,7 @@ class Connection:
         if self.request_throttle is None:
             self.request_throttle = 0
             if self.request_start is not None:
-                quotas = self.broker.quotas
+                quotas = self.ctx.quotas
                 spent = quotas.clock.now(trio.lowlevel.current_task()) - self.request_start
                 self.request_throttle = quotas.request.record(self.principal, self.client_id, spent * 100,
                                                               quota_now_ms())
@@ -287,32 +287,32 @@ class Connection:
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """May this session's principal, from its host, do ``operation`` on the resource?
         Always, without an authorizer (authorizer.class.name unset)."""
-        az = self.broker.authorizer
+        az = self.ctx.authorizer
         return az is None or az.authorize(self.principal, self.host, operation, resource_type, name)
 
     def authorize_any(self, operation: int, resource_type: int) -> bool:
-        az = self.broker.authorizer
+        az = self.ctx.authorizer
         return az is None or az.authorize_any(self.principal, self.host, operation, resource_type)
 
     def authorized_operations(self, resource_type: int, name: str) -> int:
         """KIP-430's bit field of what the principal may do with the resource."""
-        az = self.broker.authorizer
+        az = self.ctx.authorizer
         if az is None:
             from .security.authorizer import SUPPORTED_OPS
             return sum(1 << op for op in SUPPORTED_OPS.get(resource_type, ()))
         return az.authorized_operations(self.principal, self.host, resource_type, name)
 
 
-async def handle_connection(broker: Broker, stream: trio.SocketStream, listener) -> None:
+async def handle_connection(ctx: Context, stream: trio.SocketStream, listener) -> None:
     try:
         peer = "%s:%s" % stream.socket.getpeername()[:2]
     except OSError:
         peer = "?"
-    conn = Connection(broker, stream, listener.name, peer)
-    if broker.quotas is not None and await _connection_throttled(broker, conn):
+    conn = Connection(ctx, stream, listener.name, peer)
+    if ctx.quotas is not None and await _connection_throttled(ctx, conn):
         return
-    broker.metrics.connections += 1
-    broker.connections.add(conn)
+    ctx.metrics.connections += 1
+    ctx.connections.add(conn)
     try:
         with conn.scope:
             await _serve_connection(conn, stream, listener)
@@ -332,18 +332,18 @@ async def handle_connection(broker: Broker, stream: trio.SocketStream, listener)
     finally:
         if conn.reader is not None:
             conn.reader.release()  # a frame read in part, or its request cut short
-        broker.metrics.connections -= 1
-        broker.connections.discard(conn)
-        if broker.quotas is not None and broker.quotas.clock is not None:
-            broker.quotas.clock.forget(trio.lowlevel.current_task())
+        ctx.metrics.connections -= 1
+        ctx.connections.discard(conn)
+        if ctx.quotas is not None and ctx.quotas.clock is not None:
+            ctx.quotas.clock.forget(trio.lowlevel.current_task())
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(conn.stream)
 
 
-async def _connection_throttled(broker: Broker, conn: Connection) -> bool:
+async def _connection_throttled(ctx: Context, conn: Connection) -> bool:
     """connection_creation_rate (Kafka's ConnectionQuotas): a connection from an address over
     its rate is held unread for the throttle time, then closed."""
-    ms = broker.quotas.connections.throttle_ms(conn.host, quota_now_ms())
+    ms = ctx.quotas.connections.throttle_ms(conn.host, quota_now_ms())
     if not ms:
         return False
     log.debug("Delaying closing of connection from %s for %d ms", conn.host, ms)
@@ -362,8 +362,8 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         if tls is None:
             return
         stream = conn.stream = tls
-    reader = conn.reader = FrameReader(stream, conn.broker.config["socket.request.max.bytes"],
-                                       conn.broker.memory_pool, conn)
+    reader = conn.reader = FrameReader(stream, conn.ctx.config["socket.request.max.bytes"],
+                                       conn.ctx.memory_pool, conn)
     # the same reader serves the connection after authentication: bytes a client sent right
     # behind its last authentication frame are already in its buffer
     if listener.sasl and not await sasl_authenticate(conn, listener, reader):
@@ -379,7 +379,7 @@ async def _serve_connection(conn: Connection, stream, listener) -> None:
         conn.in_request = True
         out = await dispatch(conn, frame)
         reader.release()
-        conn.broker.after_work()
+        conn.ctx.after_work()
         # the answer goes out as I/O of its own: a client that never reads it is idle
         conn.in_request = False
         conn.last_active = trio.current_time()
@@ -405,7 +405,7 @@ async def _after_quota_checks(conn: Connection) -> None:
     throttling (Kafka's network thread time), and a throttled client's connection is muted (no
     request read from it) for its throttle time, as Kafka mutes the channel."""
     if conn.request_start is not None:
-        quotas = conn.broker.quotas
+        quotas = conn.ctx.quotas
         spent = quotas.clock.now(trio.lowlevel.current_task()) - conn.request_start
         quotas.request.record_no_throttle(conn.principal, conn.client_id, spent * 100, quota_now_ms())
         conn.request_start = None
@@ -414,7 +414,7 @@ async def _after_quota_checks(conn: Connection) -> None:
         conn.throttle_ms = 0
 
 
-async def close_idle_connections(broker: Broker) -> None:
+async def close_idle_connections(ctx: Context) -> None:
     """Kafka's idle expiry (connections.max.idle.ms; negative: off): a connection with no bytes
     read or written for that long, and no request being handled, is closed: also one that
     never completes its TLS handshake, its SASL exchange or a frame. Checked a few times per
@@ -422,13 +422,13 @@ async def close_idle_connections(broker: Broker) -> None:
     (or a second) late. A connection whose bytes are waiting to be read is not idle (as Kafka's
     Selector handles a poll's ready channels before it expires any): after the broker itself
     could not run for a while, its clients' requests are read, not taken for silence."""
-    idle_s = broker.config["connections.max.idle.ms"] / 1000
+    idle_s = ctx.config["connections.max.idle.ms"] / 1000
     if idle_s < 0:
         return
     while True:
         await trio.sleep(max(0.01, min(idle_s / 4, 1.0)))
         limit = trio.current_time() - idle_s
-        for conn in list(broker.connections):
+        for conn in list(ctx.connections):
             if not conn.in_request and conn.last_active <= limit and not _readable(conn.sock):
                 conn.scope.cancel()
 
@@ -444,7 +444,7 @@ def _readable(sock) -> bool:
 
 def failed_authentication(conn: Connection, reason: str) -> None:
     """Kafka's log line (Selector) and metric (failed-authentication-total) of a failed authentication."""
-    conn.broker.metrics.failed_authentications += 1
+    conn.ctx.metrics.failed_authentications += 1
     log.info("Failed authentication with /%s (%s)", conn.peer, reason)
 
 
@@ -452,7 +452,7 @@ async def close_after_failed_authentication(conn: Connection) -> bool:
     """As Kafka (connection.failed.authentication.delay.ms): the error response is out, the close
     comes a moment later, so the client reads the error before the connection goes (and a
     password-guessing client is slowed down). False: the connection is to close."""
-    await trio.sleep(conn.broker.config["connection.failed.authentication.delay.ms"] / 1000)
+    await trio.sleep(conn.ctx.config["connection.failed.authentication.delay.ms"] / 1000)
     return False
 
 
@@ -517,7 +517,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
     True once authenticated (``conn.principal`` set); False when the connection is to close."""
     # imported here: only SASL listeners need it (a listener's SASL config imported it at start)
     from .security.sasl import AuthenticationFailed, MalformedToken, new_server as new_sasl_server
-    broker, stream = conn.broker, conn.stream
+    ctx, stream = conn.ctx, conn.stream
     # Kafka's sasl.server.max.receive.size: the largest frame read before authentication
     reader.max_size, max_size = listener.sasl_max_receive_size, reader.max_size
     reader.max_size_key = "sasl.server.max.receive.size"
@@ -556,7 +556,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             if server is not None and api_key in handlers.APIS and api_key != 36:
                 # Kafka (SaslServerAuthenticator): another request while authenticating gets its
                 # error response (ILLEGAL_SASL_STATE where it has an error code), then the close
-                lo2, hi2 = handlers.advertised_range(handlers.APIS[api_key], broker)
+                lo2, hi2 = handlers.advertised_range(handlers.APIS[api_key], ctx)
                 if lo2 <= version <= hi2:
                     await send_response(stream, schema.encode_response_parts(api_key, version, corr, _frame_error_answer(
                         api_key, version, frame, ErrorCode.ILLEGAL_SASL_STATE,
@@ -576,7 +576,7 @@ async def sasl_authenticate(conn: Connection, listener, reader: FrameReader) -> 
             if not ok:
                 failed_authentication(conn, f"Unsupported SASL mechanism {mechanism}")
                 return await close_after_failed_authentication(conn)
-            server = new_sasl_server(mechanism, listener, broker.scram_credentials.lookup, broker.tokens)
+            server = new_sasl_server(mechanism, listener, ctx.scram_credentials.lookup, ctx.tokens)
             handshake_version = version
             continue
         # SaslAuthenticate
@@ -719,7 +719,7 @@ async def _send_slice(sock, fd: int, s: FileSlice, activity=None) -> None:
 
 
 async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
-    broker = conn.broker
+    ctx = conn.ctx
     try:
         api_key, version, corr = schema.peek_request_header(frame)
     except SchemaError as e:
@@ -728,7 +728,7 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
     if api is None:
         # Kafka cannot parse a header with an unknown api key and closes the connection.
         raise ProtocolViolation(f"unknown api key {api_key}")
-    lo, hi = handlers.advertised_range(api, broker)
+    lo, hi = handlers.advertised_range(api, ctx)
     if not lo <= version <= hi:
         if api_key == 18:
             # KIP-511: ApiVersions of any version is answered, with a v0 body: UNSUPPORTED_VERSION
@@ -741,15 +741,15 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         header, body = schema.decode_request(frame)
     except Exception as e:  # any decoding failure is a malformed request: Kafka closes the connection
         raise ProtocolViolation(f"malformed {schema.API_NAMES[api_key]} v{version} request: {e!r}") from None
-    quotas = broker.quotas
+    quotas = ctx.quotas
     if quotas is not None and quotas.any_client_quota:
         _start_quota_checks(conn, header, quotas)
     started = time.perf_counter()
     refused = None
-    if api.enabled is not None and not api.enabled(broker):
+    if api.enabled is not None and not api.enabled(ctx):
         # an API the broker's settings or features turn off: UNSUPPORTED_VERSION before any check, as Kafka
         refused = ErrorCode.UNSUPPORTED_VERSION, None
-    elif broker.authorizer is not None:
+    elif ctx.authorizer is not None:
         refused = refusal(conn, api_key, body)
     try:
         if refused is not None:
@@ -764,7 +764,7 @@ async def dispatch(conn: Connection, frame: bytes | memoryview) -> list | None:
         log.exception("%s v%d from %s failed", schema.API_NAMES[api_key], version, conn.peer)
         raise CloseConnection("internal error") from None
     finally:
-        broker.metrics.observe_request(api_key, version, time.perf_counter() - started)
+        ctx.metrics.observe_request(api_key, version, time.perf_counter() - started)
     if quotas is not None and quotas.any_client_quota:
         _throttle(conn, api_key, body, len(frame), response, quotas)
     if response is None:  # acks=0 produce: no response at all
@@ -811,12 +811,12 @@ def _throttle(conn: Connection, api_key: int, body, size: int, response, quotas)
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
-async def serve_listener(broker: Broker, listener_sock: trio.SocketListener, listener,
+async def serve_listener(ctx: Context, listener_sock: trio.SocketListener, listener,
                          task_status=trio.TASK_STATUS_IGNORED):
     """Kafka's Acceptor: accept a connection, wait for its slot (connection limits, creation rate:
     it waits unserved, and the listener accepts nothing else meanwhile), count it against its
     address's limit, and serve it in a task of its own."""
-    quotas = broker.connection_quotas
+    quotas = ctx.connection_quotas
     async with trio.open_nursery() as nursery:
         task_status.started()
         while True:
@@ -842,11 +842,11 @@ async def serve_listener(broker: Broker, listener_sock: trio.SocketListener, lis
             if not quotas.inc(listener.name, address):
                 stream.socket.close()  # (before any byte: nothing to say, as Kafka's Acceptor)
                 continue
-            nursery.start_soon(_connection_task, broker, stream, listener, address)
+            nursery.start_soon(_connection_task, ctx, stream, listener, address)
 
 
-async def _connection_task(broker: Broker, stream, listener, address: str) -> None:
+async def _connection_task(ctx: Context, stream, listener, address: str) -> None:
     try:
-        await handle_connection(broker, stream, listener)
+        await handle_connection(ctx, stream, listener)
     finally:
-        broker.connection_quotas.dec(listener.name, address)
+        ctx.connection_quotas.dec(listener.name, address)

@@ -49,6 +49,15 @@ class TopicManager:
     def cluster_id(self) -> str:
         return self._logs.cluster_id
 
+    @property
+    def default_log_config(self):
+        """The topic configs a topic without overrides has (the broker's log.* settings)."""
+        return self._logs.default_config
+
+    def quorum(self) -> tuple[int, object, int]:
+        """(offset, directory id, epoch) of the metadata log this node stands in for (DescribeQuorum)."""
+        return self._logs.metadata_offset, self._logs.metadata_directory_id, self._logs.quorum_epoch
+
     # ------------------------------------------------------------- changes
     def create(self, name: str, num_partitions: int | None = None, configs: dict | None = None,
                validate_only: bool = False):
@@ -81,3 +90,8 @@ class TopicManager:
 
     def alter_configs(self, name: str, overrides: dict, validate_only: bool = False) -> None:
         self._logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+
+    def reconfigure(self, config, default_log_config) -> None:
+        """Dynamic broker configs changed: the broker's settings and the topics' defaults."""
+        self.config = config
+        self._logs.set_default_config(default_log_config)

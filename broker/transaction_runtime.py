@@ -11,7 +11,7 @@ one) waits, after its answer is sent and before its connection's next request is
 until the writer has tried its markers: the producer's next transaction, or a
 read_committed read, then finds them written, however the event loop orders its tasks.
 
-Fault injection (README, "Fault injection"): MINIKAFKA_FAULT exits as kill -9 at a named
+Fault injection (docs/operations.md, "Fault injection"): MINIKAFKA_FAULT exits as kill -9 at a named
 point (txn.before_prepare, txn.after_prepare, txn.after_first_marker, txn.after_markers);
 MINIKAFKA_FAULT_SKIP_MARKER=topic:partition never writes markers there (answering as if it
 had: a hanging transaction); MINIKAFKA_FAULT_HOLD_MARKERS=prefix fails the markers of

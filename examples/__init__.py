@@ -1,1 +1,1 @@
-"""Example applications that run against minikafka (see README.md, "Examples")."""
+"""Example applications that run against minikafka (see docs/examples.md)."""

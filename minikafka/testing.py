@@ -24,7 +24,7 @@ any test can ask for a real broker::
                      which brings the broker back without the fault. Points: ``FAULT_POINTS``
                      (``txn.before_prepare``, ``txn.after_prepare``, ``txn.after_first_marker``,
                      ``txn.after_markers``, and the swap of a partition moved between log dirs:
-                     ``logdir.before_commit`` ... ``logdir.after_swap``; see the README's "Fault
+                     ``logdir.before_commit`` ... ``logdir.after_swap``; see docs/operations.md, "Fault
                      injection")
 * ``records(topic, isolation="read_committed")``  every record of every partition, in
                      (partition, offset) order, as a consumer with that isolation level would

@@ -1,4 +1,4 @@
-# absolute, so that spark-submit can run this file as a script (README, "Outgrowing one machine")
+# absolute, so that spark-submit can run this file as a script (docs/operations.md, "Outgrowing one machine")
 from minikafka.pipeline.job import main
 
 raise SystemExit(main())

@@ -39,7 +39,7 @@ import uuid as uuidlib
 from construct import Construct, Float64b, Flag, FormatField, Int8sb, Int16sb, Int16ub, Int32sb, Int32ub, Int64sb
 
 # schema.jsonl: an index on its first line, then one line per API and per data spec. A line is
-# parsed when its message is first used: parsing all of them was ~3 ms of a 120 ms start, and a
+# parsed when its message is first used: parsing all of them would lengthen every start, and a
 # broker uses a few dozen of the 137.
 _SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schema.jsonl")
 with open(_SCHEMA_PATH, "rb") as _f:
@@ -182,7 +182,7 @@ class KStruct(Construct):
         self.absent = absent
         # each generated on its first use: a request's struct is only decoded and a response's
         # only encoded, so making both at once doubled the code a broker's first request of each
-        # API generates and compiles (~1 ms of the first Metadata answer after a start)
+        # API generates and compiles (on the first Metadata answer after a start)
         self._decoder = self._encoder = None
 
     @property

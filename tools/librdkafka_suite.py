@@ -163,7 +163,7 @@ def run_one(librdkafka: Path, target: Target, number: str, args, logdir: Path) -
     tests_dir = librdkafka / "tests"
     conf = logdir / f"{number}.conf"
     conf.write_text(f"bootstrap.servers={target.bootstrap}\ntest.topic.random=true\n"
-                    f"test.timeout.multiplier={args.multiplier}\n")
+                    f"test.timeout.multiplier={args.multiplier}\n" + "".join(f"{c}\n" for c in args.conf))
     log = logdir / f"{number}.log"
     env = dict(os.environ, RDKAFKA_TEST_CONF=str(conf), TEST_KAFKA_VERSION=KAFKA_VERSION, TESTS=number,
                TEST_SCENARIO=target.scenario, TEST_CONSUMER_GROUP_PROTOCOL=args.group_protocol,
@@ -251,6 +251,8 @@ def main() -> int:
     ap.add_argument("--runner", type=Path,
                     help="another test-runner binary built from the checkout (run in its tests/), "
                          "e.g. one adapted to a single broker (docs/peer_suites.md)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a line for every test's test.conf, e.g. debug=cgrp,fetch (repeatable)")
     ap.add_argument("--work", type=Path, help="logs and broker data (default: a new temp dir, kept)")
     ap.add_argument("--json", type=Path, help="write the results here too")
     args = ap.parse_args()

@@ -215,7 +215,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("every-listener-advertises-plaintext", "broker",
              "Metadata, FindCoordinator and DescribeCluster name the PLAINTEXT listener's address on every "
              "listener: SASL and SSL clients are sent to the wrong port",
-             "Broker.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
+             "Context.advertised_address", "self.advertised.get(listener_name)", 'self.advertised.get("PLAINTEXT")',
              first=("sec/ops/", "sec/ssl/")),
     Mutation("produce-answer-log-append-time-hour-early", "broker",
              "the Produce answer's log_append_time_ms is an hour before the stamp stored and fetched",
@@ -235,7 +235,7 @@ MUTATIONS: list[Mutation] = [
              "lg.high_watermark", first=("read_committed/", "txn_produce/")),
     Mutation("produce-answered-before-flush", "broker",
              "with flush.messages reached, a Produce is answered before its records are fsynced",
-             "handlers/produce.py::handle", "await broker.replicas.flush_log(lg, res.last_offset + 1)", "pass",
+             "handlers/produce.py::handle", "await ctx.replicas.flush_log(lg, res.last_offset + 1)", "pass",
              tests=("tests/integration/test_flush.py::test_flush_messages_ack_waits_for_a_slow_fsync",)),
     # ------------------------------------------------------------------ security
     Mutation("deny-acl-ignored", "security",

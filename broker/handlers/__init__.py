@@ -7,7 +7,7 @@ advertises, as Kafka's ApiKeys). Each module defines `async def handle(conn, hea
 AbstractRequest.getErrorResponse builds for an error that refuses the whole request, e.g. a
 request during SASL authentication; without it, the answer is the top-level error code alone).
 A module is imported when its API is first used: a client uses a handful of the 53, and
-importing them all was ~4 ms of a 120 ms start.
+importing them all would lengthen every start (bench/README.md).
 Modules not in APIS (common.py, group_common.py, ...) are shared helpers.
 """
 from __future__ import annotations
@@ -26,10 +26,10 @@ class Api(NamedTuple):
     enabled: Callable | None = None
 
 
-def consumer_groups(broker) -> bool:
+def consumer_groups(ctx) -> bool:
     """Kafka's isConsumerGroupProtocolEnabled: KIP-848's groups are served with `consumer` in
     group.coordinator.rebalance.protocols and the finalized group.version at 1 or more."""
-    return "consumer" in broker.config["group.coordinator.rebalance.protocols"] and broker.features.group_version >= 1
+    return "consumer" in ctx.config["group.coordinator.rebalance.protocols"] and ctx.features.group_version >= 1
 
 
 APIS: dict[int, Api] = {
@@ -104,20 +104,20 @@ def handler(api_key: int) -> ModuleType | None:
     return mod
 
 
-def advertised_range(api: Api, broker) -> tuple[int, int]:
+def advertised_range(api: Api, ctx) -> tuple[int, int]:
     lo, hi = api.versions
-    if api.unstable is not None and broker.config["unstable.api.versions.enable"]:
+    if api.unstable is not None and ctx.config["unstable.api.versions.enable"]:
         hi = api.unstable
     return lo, hi
 
 
-def api_versions_body(broker, api_version: int = 0) -> dict:
+def api_versions_body(ctx, api_version: int = 0) -> dict:
     keys = []
     for key in sorted(APIS):
         api = APIS[key]
-        lo, hi = advertised_range(api, broker)
+        lo, hi = advertised_range(api, ctx)
         keys.append({"api_key": key, "min_version": lo, "max_version": hi})
     body = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
     if api_version >= 3:  # KIP-584: supported and finalized features (transaction.version, ...)
-        body.update(broker.features.api_versions_fields(api_version))
+        body.update(ctx.features.api_versions_fields(api_version))
     return body

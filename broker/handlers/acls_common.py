@@ -8,7 +8,7 @@ SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."
 
 def refusal(conn):
     """(error code, message) when the request may not run, else None."""
-    if conn.broker.authorizer is None:
+    if conn.ctx.authorizer is None:
         return ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE
     return None
 

@@ -5,10 +5,10 @@ from .common import fenced_error
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
-    broker.topics.ensure_internal(OFFSETS_TOPIC)
+    ctx = conn.ctx
+    ctx.topics.ensure_internal(OFFSETS_TOPIC)
     try:
-        broker.transactions.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
+        ctx.transactions.add_offsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)
         code = 0
     except TxnError as e:
         code = fenced_error(e.code, header.api_version, 2)

@@ -18,21 +18,21 @@ def _result_topics(parts: dict):
 
 
 def _one(conn, tid, pid, epoch, topics, verify_only, version):
-    broker = conn.broker
+    ctx = conn.ctx
     wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
     if version <= 3 and not conn.authorize(acl.WRITE, acl.TRANSACTIONAL_ID, tid):
         return {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in wanted}
     refused = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in wanted
                if version <= 3 and not conn.authorize(acl.WRITE, acl.TOPIC, tp[0])}
     refused.update({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in wanted
-                    if tp not in refused and broker.replicas.get_log(*tp) is None})
+                    if tp not in refused and ctx.replicas.get_log(*tp) is None})
     if refused:
         # Kafka validates first and fails the others with OPERATION_NOT_ATTEMPTED
         return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in wanted}
     if verify_only:
-        return broker.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
+        return ctx.txn_coordinator.verify_partitions(tid, pid, epoch, wanted)
     try:
-        broker.transactions.add_partitions(tid, pid, epoch, wanted, client_txn_version=2 if version >= 4 else 0)
+        ctx.transactions.add_partitions(tid, pid, epoch, wanted, client_txn_version=2 if version >= 4 else 0)
         code = ErrorCode.NONE
     except TxnError as e:
         code = fenced_error(e.code, version, 2)
@@ -40,7 +40,6 @@ def _one(conn, tid, pid, epoch, topics, verify_only, version):
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
     v = header.api_version
     if v <= 3:
         res = _one(conn, req["v3_and_below_transactional_id"], req["v3_and_below_producer_id"],

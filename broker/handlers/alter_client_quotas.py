@@ -28,10 +28,10 @@ async def handle(conn, header, req):
     resolved = {n: ip_literal(n) for n in names}
     for n in [n for n, a in resolved.items() if a is None]:
         resolved[n] = await trio.to_thread.run_sync(normalized_address, n)
-    broker = conn.broker
-    results, changed = alter_client_quotas(broker.client_quotas.entities, entries, lambda n: resolved.get(n) is not None)
+    ctx = conn.ctx
+    results, changed = alter_client_quotas(ctx.client_quotas.entities, entries, lambda n: resolved.get(n) is not None)
     if changed and not req.validate_only:
-        broker.alter_client_quotas(changed, resolved)
+        ctx.alter_client_quotas(changed, resolved)
     return {"throttle_time_ms": 0, "entries": [
         {"error_code": code, "error_message": message,
          "entity": [{"entity_type": k, "entity_name": v} for k, v in entity.items()]}

@@ -4,5 +4,5 @@ from . import alter_configs_common as ac
 
 
 async def handle(conn, header, req):
-    return ac.alter_resources(conn.broker, req, incremental=False,
+    return ac.alter_resources(conn.ctx, req, incremental=False,
                               topic_overrides_for=lambda res: {c.name: c.value for c in res.configs}, conn=conn)

@@ -12,7 +12,7 @@ Kafka's checks and error codes:
   topic must exist (UNKNOWN_TOPIC_OR_PARTITION), as the controller orders it.
 * BROKER: the name is "" (cluster default) or this node's id, else INVALID_REQUEST.
   The keys Kafka changes at run time (DYNAMIC_BROKER_CONFIGS) are stored in the
-  DynamicConfigStore and applied at once (Broker.alter_dynamic_config); a static key
+  DynamicConfigStore and applied at once (Context.alter_dynamic_config); a static key
   answers what Kafka answers: INVALID_REQUEST "Cannot update these configs
   dynamically: Set(...)" (DynamicBrokerConfig.validateConfigs; KAFKA-13609 keeps it
   INVALID_REQUEST), a bad value INVALID_REQUEST naming the key.
@@ -128,38 +128,38 @@ def incremental_topic_overrides(current: dict[str, str], configs) -> dict[str, s
     return incremental_overrides(current, configs, list_values)
 
 
-def alter_topic(broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+def alter_topic(ctx, name: str, overrides: dict[str, str], validate_only: bool) -> None:
     _check_topic_name(name)
-    broker.default_log_config.with_overrides(overrides)  # INVALID_CONFIG before the existence check
-    if name not in broker.topics.topics():
+    ctx.topics.default_log_config.with_overrides(overrides)  # INVALID_CONFIG before the existence check
+    if name not in ctx.topics.topics():
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-    broker.topics.alter_configs(name, overrides, validate_only=validate_only)
+    ctx.topics.alter_configs(name, overrides, validate_only=validate_only)
 
 
-def topic_overrides(broker, name: str) -> dict[str, str]:
-    info = broker.topics.topics().get(name)
+def topic_overrides(ctx, name: str) -> dict[str, str]:
+    info = ctx.topics.topics().get(name)
     return dict(info.configs) if info is not None else {}
 
 
 # ------------------------------------------------------------------ broker
-def check_broker_name(broker, name: str) -> None:
+def check_broker_name(ctx, name: str) -> None:
     if name == "":
         return
     try:
         node = int(name)
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
-    if node != broker.node_id:
+    if node != ctx.node_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {broker.node_id}, but received {name}")
+                         f"Unexpected broker id, expected {ctx.node_id}, but received {name}")
 
 
-def alter_broker(broker, name: str, configs, incremental: bool, validate_only: bool) -> None:
+def alter_broker(ctx, name: str, configs, incremental: bool, validate_only: bool) -> None:
     """Dynamic broker configs (Kafka's DynamicBrokerConfig): the keys of DYNAMIC_BROKER_CONFIGS
     change on the running broker and are stored; other known keys are static (INVALID_REQUEST
     "Cannot update these configs dynamically: Set(...)"); keys this broker does not know are
     accepted and have no effect, as Kafka accepts them."""
-    current = dict(broker.dynamic_configs.broker.get(name, {})) if incremental else {}
+    current = dict(ctx.dynamic_configs.broker.get(name, {})) if incremental else {}
     static = []
     for c in configs:
         op = c.config_operation if incremental else SET
@@ -176,7 +176,7 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
             if c.name not in DYNAMIC_BROKER_CONFIGS:
                 static.append(c.name)
                 continue
-            current[c.name] = _append_or_subtract(broker.config[c.name] or [], op, c.value)
+            current[c.name] = _append_or_subtract(ctx.config[c.name] or [], op, c.value)
         elif op != SET:
             raise UnknownOperation()
         elif c.name in DYNAMIC_BROKER_CONFIGS:
@@ -193,13 +193,13 @@ def alter_broker(broker, name: str, configs, incremental: bool, validate_only: b
         raise KafkaError(ErrorCode.INVALID_REQUEST,
                          f"Cannot update these configs dynamically: Set({', '.join(static)})")
     try:
-        broker.alter_dynamic_config(name, current, validate_only)
+        ctx.alter_dynamic_config(name, current, validate_only)
     except ConfigError as e:
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
 # ------------------------------------------------------------------- group
-def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
+def alter_group(ctx, res, incremental: bool, validate_only: bool) -> None:
     if res.resource_name == "":
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
     if incremental:
@@ -208,12 +208,12 @@ def alter_group(broker, res, incremental: bool, validate_only: bool) -> None:
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
             raise KafkaError(ErrorCode.INVALID_CONFIG,
                              f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
-        new = incremental_overrides(broker.dynamic_configs.group(res.resource_name), res.configs, list_values)
+        new = incremental_overrides(ctx.dynamic_configs.group(res.resource_name), res.configs, list_values)
     else:
         new = {c.name: c.value for c in res.configs}
-    group_configs.validate(broker.config, new)
+    group_configs.validate(ctx.config, new)
     if not validate_only:
-        broker.dynamic_configs.set_group(res.resource_name, new)
+        ctx.dynamic_configs.set_group(res.resource_name, new)
 
 
 def response_entry(res, err: KafkaError | None = None) -> dict:
@@ -244,7 +244,7 @@ def config_refusal(conn, operation: int, resource_type: int, name: str) -> Kafka
     return None
 
 
-def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_apply=None, conn=None) -> dict:
+def alter_resources(ctx, req, incremental: bool, topic_overrides_for, logger_apply=None, conn=None) -> dict:
     """The per-resource loop shared by AlterConfigs and IncrementalAlterConfigs.
 
     `topic_overrides_for(res)` gives a TOPIC resource's new override set (legacy:
@@ -265,14 +265,14 @@ def alter_resources(broker, req, incremental: bool, topic_overrides_for, logger_
                 raise refused
             check_entries(res.configs, incremental=incremental)
             if res.resource_type == TOPIC:
-                alter_topic(broker, res.resource_name, topic_overrides_for(res), req.validate_only)
+                alter_topic(ctx, res.resource_name, topic_overrides_for(res), req.validate_only)
             elif res.resource_type == BROKER:
-                check_broker_name(broker, res.resource_name)
-                alter_broker(broker, res.resource_name, res.configs, incremental, req.validate_only)
+                check_broker_name(ctx, res.resource_name)
+                alter_broker(ctx, res.resource_name, res.configs, incremental, req.validate_only)
             elif res.resource_type == BROKER_LOGGER and logger_apply is not None:
-                logger_apply(broker, res.resource_name, res.configs, req.validate_only)
+                logger_apply(ctx, res.resource_name, res.configs, req.validate_only)
             elif res.resource_type == GROUP:
-                alter_group(broker, res, incremental, req.validate_only)
+                alter_group(ctx, res, incremental, req.validate_only)
             elif res.resource_type == CLIENT_METRICS:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Resource type {res.resource_type} is not supported by this broker")

@@ -24,7 +24,7 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
                 for p in t.partitions]} for t in req.topics]}
 
 
-def _outcome(broker, topics, name: str, p) -> tuple[ErrorCode, str | None]:
+def _outcome(ctx, topics, name: str, p) -> tuple[ErrorCode, str | None]:
     info = topics.get(name)
     if info is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
@@ -40,7 +40,7 @@ def _outcome(broker, topics, name: str, p) -> tuple[ErrorCode, str | None]:
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"The manual partition assignment includes the broker {node} more than once.")
         seen.add(node)
-        if node != broker.node_id:
+        if node != ctx.node_id:
             return (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"The manual partition assignment includes broker {node}, but no such broker is registered.")
     # the target is the partition's replica set already (the replication factor is unchanged)
@@ -48,15 +48,15 @@ def _outcome(broker, topics, name: str, p) -> tuple[ErrorCode, str | None]:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     if req.timeout_ms <= 0:
         return error_response(req, ErrorCode.REQUEST_TIMED_OUT)
-    topics = broker.logs.topics()
+    topics = ctx.topics.topics()
     responses = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
-            code, message = _outcome(broker, topics, t.name, p)
+            code, message = _outcome(ctx, topics, t.name, p)
             parts.append({"partition_index": p.partition_index, "error_code": int(code), "error_message": message})
         responses.append({"name": t.name, "partitions": parts})
     # Kafka's controller leaves the message null when it did anything, and empty when the

@@ -32,7 +32,7 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 
 async def handle(conn, header, req):
-    mover = conn.broker.log_dir_mover
+    mover = conn.ctx.log_dirs
     codes = {}
     for (topic, partition), path in _moves(req).items():
         try:

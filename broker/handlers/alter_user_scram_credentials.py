@@ -22,7 +22,7 @@ def error_response(req, code: ErrorCode, message: str | None, version: int) -> d
 
 
 async def handle(conn, header, req):
-    store = conn.broker.scram_credentials
+    store = conn.ctx.scram_credentials
     # Kafka's ScramControlManager.alterCredentials: one change per user and request (two
     # mechanisms of one user in one request are a duplicate too); a user's first error wins
     # and makes Kafka skip the user's later entries, deletions being looked at first

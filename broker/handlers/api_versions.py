@@ -18,4 +18,4 @@ async def handle(conn, header, req):
     if header.api_version >= 3 and not (SOFTWARE.fullmatch(req.client_software_name or "")
                                         and SOFTWARE.fullmatch(req.client_software_version or "")):
         return {"error_code": int(ErrorCode.INVALID_REQUEST), "api_keys": [], "throttle_time_ms": 0}
-    return api_versions_body(conn.broker, api_version=header.api_version)
+    return api_versions_body(conn.ctx, api_version=header.api_version)

@@ -18,10 +18,10 @@ class CloseConnection(Exception):
     """Kafka closes the connection instead of answering (e.g. an acks=0 produce that failed)."""
 
 
-def resolve_topic(broker, name, topic_id, by_id: bool):
+def resolve_topic(ctx, name, topic_id, by_id: bool):
     """(name, error) for a request that names topics (old versions) or ids (KIP-516 versions)."""
     if by_id:
-        info = broker.topics.by_id(topic_id)
+        info = ctx.topics.by_id(topic_id)
         if info is None:
             return None, ErrorCode.UNKNOWN_TOPIC_ID
         return info.name, None

@@ -27,7 +27,7 @@ def error_response(req, code, message, version) -> dict:
 
 async def handle(conn, header, req):
     coord = coordinator(conn)
-    checked = conn.broker.authorizer is not None
+    checked = conn.ctx.authorizer is not None
     ops = GROUP_AUTHORIZED_OPS if req.include_authorized_operations else NO_AUTH_OPS
     refused, out = [], []
     for gid in req.group_ids or []:

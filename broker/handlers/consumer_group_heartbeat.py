@@ -15,9 +15,9 @@ from .group_common import client_host, coordinator, now_ms
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     describable = None
-    if broker.authorizer is not None and consumer_groups(broker):  # (else UNSUPPORTED_VERSION first)
+    if ctx.authorizer is not None and consumer_groups(ctx):  # (else UNSUPPORTED_VERSION first)
         names = req.subscribed_topic_names
         if names and not all(conn.authorize(acl.DESCRIBE, acl.TOPIC, n) for n in set(names)):
             return {"throttle_time_ms": 0, "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}

@@ -30,5 +30,5 @@ async def handle(conn, header, req):
             new.append(b)
             results.append({"error_code": 0, "error_message": ""})
     if new:
-        conn.broker.add_acls(new)
+        conn.ctx.add_acls(new)
     return {"throttle_time_ms": 0, "results": results}

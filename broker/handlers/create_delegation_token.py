@@ -30,7 +30,7 @@ async def handle(conn, header, req):
         return _answer(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, owner, requester)
     if any(r.principal_type != "User" for r in req.renewers):
         return _answer(ErrorCode.INVALID_PRINCIPAL_TYPE, owner, requester)
-    tokens = conn.broker.tokens
+    tokens = conn.ctx.tokens
     if tokens is None:
         # the controller's answer: no token fields set (zero timestamps)
         body = _answer(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, owner, requester)

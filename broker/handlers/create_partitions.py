@@ -9,20 +9,20 @@ from .create_topics import MAX_RECORDS_PER_USER_OP, validate_manual_partition_as
 async def handle(conn, header, req):
     """Kafka (ControllerApis.createPartitions) answers the topics it passes to the controller in
     request order, then one INVALID_REQUEST entry per name given more than once."""
-    broker = conn.broker
+    ctx = conn.ctx
     seen = Counter(t.name for t in req.topics)
-    out = [_grow(conn, broker, t, req.validate_only) for t in req.topics if seen[t.name] == 1]
+    out = [_grow(conn, ctx, t, req.validate_only) for t in req.topics if seen[t.name] == 1]
     out += [{"name": n, "error_code": int(ErrorCode.INVALID_REQUEST), "error_message": "Duplicate topic name."}
             for n, c in seen.items() if c > 1]
     return {"throttle_time_ms": 0, "results": out}
 
 
-def _grow(conn, broker, t, validate_only: bool) -> dict:
+def _grow(conn, ctx, t, validate_only: bool) -> dict:
     res = {"name": t.name, "error_code": 0, "error_message": None}
     try:
         if not conn.authorize(acl.ALTER, acl.TOPIC, t.name):  # Kafka: ALTER on the topic, no message
             return dict(res, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-        info = broker.topics.topics().get(t.name)
+        info = ctx.topics.topics().get(t.name)
         if info is None:  # Kafka gives no message
             return dict(res, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if t.count == info.num_partitions:
@@ -40,9 +40,9 @@ def _grow(conn, broker, t, validate_only: bool) -> dict:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
                                  f"partition(s), but only {len(t.assignments)} assignment(s) were specified.")
             for a in t.assignments:
-                validate_manual_partition_assignment(broker, a.broker_ids)
+                validate_manual_partition_assignment(ctx, a.broker_ids)
         if not validate_only:
-            broker.topics.add_partitions(t.name, t.count)
+            ctx.topics.add_partitions(t.name, t.count)
     except KafkaError as e:
         res.update(error_code=e.code, error_message=e.message)
     return res

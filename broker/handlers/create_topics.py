@@ -18,31 +18,31 @@ async def handle(conn, header, req):
     """Kafka (ControllerApis.createTopics) answers the topics it passes to the controller in
     request order, then one INVALID_REQUEST entry per name given more than once, then the
     topics the principal may not create."""
-    broker = conn.broker
+    ctx = conn.ctx
     cluster_create = conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
     seen = Counter(t.name for t in req.topics)
     duplicates = [n for n, c in seen.items() if c > 1]
     refused = [n for n in seen if n not in duplicates and not cluster_create
                and not conn.authorize(acl.CREATE, acl.TOPIC, n)]
     passed = [t for t in req.topics if seen[t.name] == 1 and t.name not in refused]
-    if sum(_partitions(broker, t) for t in passed) > MAX_RECORDS_PER_USER_OP:
+    if sum(_partitions(ctx, t) for t in passed) > MAX_RECORDS_PER_USER_OP:
         results = [_failed(t.name, ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request.")
                    for t in passed]
     else:
         # a topic's configs and layout are answered only to who may DESCRIBE_CONFIGS it (Kafka: the
         # controller's describable topics; the others get TOPIC_AUTHORIZATION_FAILED for their configs)
-        results = [_create(broker, t, req.validate_only, conn.authorize(acl.DESCRIBE_CONFIGS, acl.TOPIC, t.name))
+        results = [_create(ctx, t, req.validate_only, conn.authorize(acl.DESCRIBE_CONFIGS, acl.TOPIC, t.name))
                    for t in passed]
     results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
     results += [_failed(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.") for n in refused]
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def _partitions(broker, t) -> int:
+def _partitions(ctx, t) -> int:
     """The partitions a CreateTopics entry asks for (0 for a count that is refused anyway)."""
     if t.assignments:
         return len(t.assignments)
-    return max(broker.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions, 0)
+    return max(ctx.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions, 0)
 
 
 def _failed(name: str, code: ErrorCode, message: str | None) -> dict:
@@ -50,12 +50,12 @@ def _failed(name: str, code: ErrorCode, message: str | None) -> dict:
             "replication_factor": -1, "configs": []}
 
 
-def _create(broker, t, validate_only: bool, describable: bool) -> dict:
+def _create(ctx, t, validate_only: bool, describable: bool) -> dict:
     try:
         err = topic_name_error(t.name)
         if err is not None:
             raise KafkaError(err, f"Topic name {t.name!r} is illegal")
-        if t.name in broker.topics.topics():
+        if t.name in ctx.topics.topics():
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
         if t.assignments:
             if t.num_partitions != -1:
@@ -68,10 +68,10 @@ def _create(broker, t, validate_only: bool, describable: bool) -> dict:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  "partitions should be a consecutive 0-based integer sequence")
             for a in t.assignments:
-                validate_manual_partition_assignment(broker, a.broker_ids)
+                validate_manual_partition_assignment(ctx, a.broker_ids)
             n = len(t.assignments)
         else:
-            n = broker.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+            n = ctx.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
         rf = 1 if t.replication_factor == -1 else t.replication_factor
         if n <= 0:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
@@ -88,8 +88,8 @@ def _create(broker, t, validate_only: bool, describable: bool) -> dict:
             raise KafkaError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
         # validate_only runs every check of a creation (a name colliding with an existing one's
         # included) and answers the topic id the topic would have had
-        info = broker.topics.create(t.name, n, configs, validate_only=True) if validate_only \
-            else broker.topics.create(t.name, n, configs)
+        info = ctx.topics.create(t.name, n, configs, validate_only=True) if validate_only \
+            else ctx.topics.create(t.name, n, configs)
     except KafkaError as e:
         return _failed(t.name, e.code, e.message)
     if not describable:
@@ -97,14 +97,14 @@ def _create(broker, t, validate_only: bool, describable: bool) -> dict:
                 "num_partitions": -1, "replication_factor": -1, "configs": [],
                 "topic_config_error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
     # Kafka lists the topic's configs by name
-    entries = sorted(describe_configs(broker.default_log_config.with_overrides(configs)), key=lambda c: c.name)
+    entries = sorted(describe_configs(ctx.topics.default_log_config.with_overrides(configs)), key=lambda c: c.name)
     return {"name": t.name, "topic_id": info.topic_id, "error_code": 0, "error_message": None,
             "num_partitions": n, "replication_factor": 1,
             "configs": [{"name": c.name, "value": c.value, "read_only": c.read_only,
                          "config_source": int(c.source), "is_sensitive": c.is_sensitive} for c in entries]}
 
 
-def validate_manual_partition_assignment(broker, broker_ids) -> None:
+def validate_manual_partition_assignment(ctx, broker_ids) -> None:
     """Kafka's ReplicationControlManager.validateManualPartitionAssignment, for CreateTopics and
     CreatePartitions: a partition's replica list is not empty, names registered brokers (this
     one) and none twice."""
@@ -113,7 +113,7 @@ def validate_manual_partition_assignment(broker, broker_ids) -> None:
         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                          "The manual partition assignment includes an empty replica list.")
     for b in ids:
-        if b != broker.node_id:
+        if b != ctx.node_id:
             raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment "
                              f"includes broker {b}, but no such broker is registered.")
     if len(ids) > 1:

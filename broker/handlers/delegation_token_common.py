@@ -7,5 +7,5 @@ def token_requests_allowed(conn) -> bool:
     authenticated with a token, over PLAINTEXT, and over SSL without a client certificate."""
     if conn.token_id is not None:
         return False
-    protocol = conn.broker.listeners[conn.listener_name].protocol
+    protocol = conn.ctx.listeners[conn.listener_name].protocol
     return not (protocol == "PLAINTEXT" or (protocol == "SSL" and conn.principal == ANONYMOUS))

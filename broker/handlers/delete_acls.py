@@ -14,7 +14,7 @@ async def handle(conn, header, req):
     refused = refusal(conn)
     if refused:
         return error_response(req, *refused, header.api_version)
-    bindings = conn.broker.authorizer.bindings
+    bindings = conn.ctx.authorizer.bindings
     results, doomed = [], set()
     for flt in req.filters:
         f = filter_of(flt)
@@ -25,5 +25,5 @@ async def handle(conn, header, req):
              "pattern_type": b.pattern_type, "principal": b.principal, "host": b.host, "operation": b.operation,
              "permission_type": b.permission} for b in matched]})
     if doomed:
-        conn.broker.remove_acls(doomed)
+        conn.ctx.remove_acls(doomed)
     return {"throttle_time_ms": 0, "filter_results": results}

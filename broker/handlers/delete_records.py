@@ -18,11 +18,11 @@ HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 INVALID_LOW_WATERMARK = -1
 
 
-def _delete(broker, topic: str, partition: int, offset: int) -> int:
-    lg = broker.replicas.get_log(topic, partition)
+def _delete(ctx, topic: str, partition: int, offset: int) -> int:
+    lg = ctx.replicas.get_log(topic, partition)
     if lg is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    if broker.topics.is_internal(topic):
+    if ctx.topics.is_internal(topic):
         raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}")
     if not lg.config.delete_enabled:
         raise KafkaError(ErrorCode.POLICY_VIOLATION,
@@ -34,7 +34,7 @@ def _delete(broker, topic: str, partition: int, offset: int) -> int:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     topics = []
     for t in req.topics:
         parts = []
@@ -43,7 +43,7 @@ async def handle(conn, header, req):
             try:
                 if not conn.authorize(acl.DELETE, acl.TOPIC, t.name):  # Kafka: DELETE on the topic
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                r["low_watermark"] = _delete(broker, t.name, p.partition_index, p.offset)
+                r["low_watermark"] = _delete(ctx, t.name, p.partition_index, p.offset)
             except KafkaError as e:
                 r["error_code"] = int(e.code)
             except OSError:

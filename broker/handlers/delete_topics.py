@@ -1,7 +1,7 @@
 """DeleteTopics (20): by name (v0-5) or by name/id (v6)."""
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol.schema import ZERO_UUID
-from ..broker import now_ms
+from ..context import now_ms
 from ..security import authorizer as acl
 
 
@@ -9,12 +9,12 @@ async def handle(conn, header, req):
     """Kafka (ControllerApis.deleteTopics) refuses an entry with both a name and an id, or
     neither, and every entry of a name or id given twice (INVALID_REQUEST), and shuffles its
     answers (so that their positions tell nothing); ours follow the request."""
-    broker = conn.broker
+    ctx = conn.ctx
     if header.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
         wanted = [(n, ZERO_UUID) for n in req.topic_names]
-    if not broker.config["delete.topic.enable"]:
+    if not ctx.config["delete.topic.enable"]:
         # Kafka checks this before anything else and answers every entry as given, without a
         # message (before v3, which has no TOPIC_DELETION_DISABLED, the request is invalid)
         code = ErrorCode.TOPIC_DELETION_DISABLED if header.api_version >= 3 else ErrorCode.INVALID_REQUEST
@@ -38,7 +38,7 @@ async def handle(conn, header, req):
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "Duplicate topic name." if name is not None else "Duplicate topic id.")
             if name is None:
-                info = broker.topics.by_id(topic_id)
+                info = ctx.topics.by_id(topic_id)
                 if info is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 name = info.name
@@ -46,14 +46,14 @@ async def handle(conn, header, req):
                     res["name"] = name
             if not conn.authorize(acl.DELETE, acl.TOPIC, name):  # Kafka: before whether it exists
                 raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
-            info = broker.topics.topics().get(name)
+            info = ctx.topics.topics().get(name)
             if info is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             res["topic_id"] = info.topic_id
-            broker.topics.delete(name)
+            ctx.topics.delete(name)
             # Kafka's group coordinator then tombstones the topic's committed offsets
-            broker.group_coordinator.on_topic_deleted(name, now_ms())
-            broker.replicas.notify_data()
+            ctx.group_coordinator.on_topic_deleted(name, now_ms())
+            ctx.replicas.notify_data()
         except KafkaError as e:
             res.update(error_code=e.code, error_message=e.message)
         out.append(res)

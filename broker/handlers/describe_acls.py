@@ -15,7 +15,7 @@ async def handle(conn, header, req):
         return error_response(req, *refused, header.api_version)
     f = filter_of(req)
     groups: dict = {}
-    for b in conn.broker.authorizer.bindings:
+    for b in conn.ctx.authorizer.bindings:
         if filter_matches(f, b):
             groups.setdefault((b.resource_type, b.resource_name, b.pattern_type), []).append(
                 {"principal": b.principal, "host": b.host, "operation": b.operation, "permission_type": b.permission})

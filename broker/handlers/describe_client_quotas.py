@@ -15,7 +15,7 @@ def error_response(req, code, message, version=None):
 
 async def handle(conn, header, req):
     try:
-        found = describe_client_quotas(conn.broker.client_quotas.entities,
+        found = describe_client_quotas(conn.ctx.client_quotas.entities,
                                        [(c.entity_type, c.match_type, c.match) for c in req.components], req.strict)
     except DescribeError as e:
         return error_response(req, e.code, e.message)

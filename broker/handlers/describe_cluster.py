@@ -10,8 +10,8 @@ BROKER, CONTROLLER = 1, 2   # KIP-919 endpoint types
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
-    host, port = broker.advertised_address(conn.listener_name)
+    ctx = conn.ctx
+    host, port = ctx.advertised_address(conn.listener_name)
     if header.api_version >= 1 and req.endpoint_type != BROKER:
         # KIP-919: a broker serves the broker endpoint type; the controller's is MISMATCHED, any
         # other UNSUPPORTED (Kafka 4.1's words, recorded: cluster_apis/describe_cluster)
@@ -21,11 +21,11 @@ async def handle(conn, header, req):
         else:
             code, msg = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {req.endpoint_type}"
         return {"error_code": int(code), "error_message": msg,
-                "endpoint_type": BROKER, "cluster_id": broker.topics.cluster_id, "controller_id": -1, "brokers": []}
+                "endpoint_type": BROKER, "cluster_id": ctx.topics.cluster_id, "controller_id": -1, "brokers": []}
     return {
         "throttle_time_ms": 0, "error_code": 0, "error_message": None, "endpoint_type": 1,
-        "cluster_id": broker.topics.cluster_id, "controller_id": broker.node_id,
-        "brokers": [{"broker_id": broker.node_id, "host": host, "port": port, "rack": None, "is_fenced": False}],
+        "cluster_id": ctx.topics.cluster_id, "controller_id": ctx.node_id,
+        "brokers": [{"broker_id": ctx.node_id, "host": host, "port": port, "rack": None, "is_fenced": False}],
         "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)
                                           if req.include_cluster_authorized_operations else NO_AUTH_OPS),
     }

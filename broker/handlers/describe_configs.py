@@ -84,14 +84,14 @@ def _min_isr_entry(config, cluster_default: bool) -> dict:
             "config_type": TYPE_INT, "documentation": None}
 
 
-def _broker_configs(broker, name: str, include_synonyms: bool):
+def _broker_configs(ctx, name: str, include_synonyms: bool):
     """Each key's value, its source and (when asked) its synonyms, highest precedence first:
     this node's dynamic setting (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default
     (DYNAMIC_DEFAULT_BROKER_CONFIG), the properties file (STATIC_BROKER_CONFIG), Kafka's
     default (DEFAULT_CONFIG). Resource "" describes only the cluster-wide dynamic defaults."""
-    config = broker.config
+    config = ctx.config
     static = config.static
-    node_dyn = config.dynamic.get(str(broker.node_id), {})
+    node_dyn = config.dynamic.get(str(ctx.node_id), {})
     default_dyn = config.dynamic.get("", {})
     out = []
     for key, (parser, default, _, doc) in DEFS.items():
@@ -132,7 +132,7 @@ def _broker_configs(broker, name: str, include_synonyms: bool):
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     results = []
     for res in req.resources:
         r = {"error_code": 0, "error_message": "", "resource_type": res.resource_type,
@@ -145,9 +145,9 @@ async def handle(conn, header, req):
                 name_error = topic_name_error(res.resource_name)
                 if name_error is not None:  # "" too (recorded)
                     raise KafkaError(name_error, f"Topic name {res.resource_name!r} is illegal")
-                if res.resource_name not in broker.topics.topics():
+                if res.resource_name not in ctx.topics.topics():
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                entries = describe_configs(broker.topics.topic_config(res.resource_name), None,
+                entries = describe_configs(ctx.topics.topic_config(res.resource_name), None,
                                            include_synonyms=req.include_synonyms)
                 configs = [{"name": c.name, "value": c.value, "read_only": c.read_only, "is_default": c.is_default,
                             "config_source": int(c.source), "is_sensitive": c.is_sensitive,
@@ -155,20 +155,20 @@ async def handle(conn, header, req):
                             "config_type": int(c.config_type), "documentation": c.documentation}
                            for c in entries]
             elif res.resource_type == BROKER:
-                if res.resource_name not in ("", str(broker.node_id)):
-                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} or empty string, but received {res.resource_name}")
-                configs = _broker_configs(broker, res.resource_name, req.include_synonyms)
+                if res.resource_name not in ("", str(ctx.node_id)):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {res.resource_name}")
+                configs = _broker_configs(ctx, res.resource_name, req.include_synonyms)
             elif res.resource_type == BROKER_LOGGER:
                 if not res.resource_name:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
-                if res.resource_name != str(broker.node_id):
-                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {broker.node_id} but received {res.resource_name}")
+                if res.resource_name != str(ctx.node_id):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {ctx.node_id} but received {res.resource_name}")
                 configs = [{"name": name, "value": level, "read_only": False, "is_default": False,
                             "config_source": DYNAMIC_BROKER_LOGGER_CONFIG, "is_sensitive": False, "synonyms": [],
                             "config_type": 0, "documentation": None}
                            for name, level in loggers.loggers().items()]
             elif res.resource_type == GROUP:
-                configs = group_configs.describe(broker.config, broker.dynamic_configs.group(res.resource_name),
+                configs = group_configs.describe(ctx.config, ctx.dynamic_configs.group(res.resource_name),
                                                  req.include_synonyms)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {res.resource_type}")

@@ -17,7 +17,7 @@ def _principal_fields(text: str, prefix: str = "") -> dict:
 async def handle(conn, header, req):
     if not token_requests_allowed(conn):
         return {"error_code": int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), "tokens": [], "throttle_time_ms": 0}
-    tokens = conn.broker.tokens
+    tokens = conn.ctx.tokens
     if tokens is None:
         return {"error_code": int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), "tokens": [], "throttle_time_ms": 0}
     owners = None if req.owners is None else [principal(o.principal_type, o.principal_name) for o in req.owners]

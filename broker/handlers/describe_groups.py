@@ -23,7 +23,7 @@ async def handle(conn, header, req):
             out.append({"error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "group_id": gid, "group_state": "",
                         "protocol_type": "", "protocol_data": "", "members": [], "authorized_operations": NO_AUTH_OPS})
             continue
-        if conn.broker.authorizer is not None and ops != NO_AUTH_OPS:
+        if conn.ctx.authorizer is not None and ops != NO_AUTH_OPS:
             ops = conn.authorized_operations(acl.GROUP, gid)
         if coord.is_consumer_group(gid):
             # KIP-848 groups are described by ConsumerGroupDescribe; Kafka 4.1 answers so

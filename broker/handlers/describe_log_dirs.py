@@ -17,25 +17,13 @@ def _space(path: str) -> tuple[int, int]:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
-    lm = broker.logs
     wanted = None
     if req.topics is not None:
         wanted = {(t.topic, p) for t in req.topics for p in t.partitions}
-    replicas = [(lg, lm.log_dir_of(lg.topic, lg.partition), False) for lg in lm.logs()]
-    replicas += [(lg, lm.future_log_dir_of(lg.topic, lg.partition), True) for lg in lm.future_logs()]
-    replicas.sort(key=lambda r: (r[0].topic, r[0].partition))
     results = []
-    for d in lm.log_dirs:
+    for d, held in conn.ctx.log_dirs.describe(wanted):
         by_topic: dict[str, list] = {}
-        for lg, where, future in replicas:
-            if where != d or (wanted is not None and (lg.topic, lg.partition) not in wanted):
-                continue
-            if future:
-                current = lm.get_log(lg.topic, lg.partition)
-                lag = current.log_end_offset - lg.log_end_offset if current is not None else -1
-            else:
-                lag = max(lg.high_watermark - lg.log_end_offset, 0)
+        for lg, future, lag in held:
             by_topic.setdefault(lg.topic, []).append({
                 "partition_index": lg.partition, "partition_size": lg.size, "offset_lag": lag,
                 "is_future_key": future})

@@ -4,7 +4,7 @@ from ..security import authorizer as acl
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     topics = []
     for t in req.topics:
         parts = []
@@ -13,7 +13,7 @@ async def handle(conn, header, req):
             try:
                 if not conn.authorize(acl.READ, acl.TOPIC, t.name):  # Kafka: READ on the topic
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                lg = broker.replicas.require_log(t.name, p)
+                lg = ctx.replicas.require_log(t.name, p)
                 r["active_producers"] = [
                     {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_sequence,
                      "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,

@@ -11,7 +11,7 @@ Only a request for exactly partition 0 of ``__cluster_metadata`` is answered; an
 UNKNOWN_TOPIC_OR_PARTITION in each partition named (recorded: quorum/*). A principal without
 DESCRIBE on the cluster gets CLUSTER_AUTHORIZATION_FAILED (authorization.py)."""
 from minikafka.protocol.errors import ErrorCode
-from ..broker import now_ms
+from ..context import now_ms
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_HOSTED = "This server does not host this topic-partition."
@@ -30,20 +30,19 @@ def _unknown(p) -> dict:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     ours = (len(req.topics) == 1 and req.topics[0].topic_name == METADATA_TOPIC
             and [p.partition_index for p in req.topics[0].partitions] == [0])
     if not ours:
         return {"error_code": 0, "error_message": "", "nodes": [], "topics": [
             {"topic_name": t.topic_name, "partitions": [_unknown(p) for p in t.partitions]} for t in req.topics]}
-    logs = broker.logs
-    offset = logs.metadata_offset
+    offset, directory_id, epoch = ctx.topics.quorum()
     now = now_ms()
-    voter = {"replica_id": broker.node_id, "replica_directory_id": logs.metadata_directory_id,
+    voter = {"replica_id": ctx.node_id, "replica_directory_id": directory_id,
              "log_end_offset": offset, "last_fetch_timestamp": now, "last_caught_up_timestamp": now}
-    host, port = broker.advertised_address(conn.listener_name)
+    host, port = ctx.advertised_address(conn.listener_name)
     return {"error_code": 0, "error_message": "", "topics": [{"topic_name": METADATA_TOPIC, "partitions": [{
-        "partition_index": 0, "error_code": 0, "error_message": "", "leader_id": broker.node_id,
-        "leader_epoch": logs.quorum_epoch, "high_watermark": offset, "current_voters": [voter], "observers": []}]}],
-        "nodes": [{"node_id": broker.node_id,
+        "partition_index": 0, "error_code": 0, "error_message": "", "leader_id": ctx.node_id,
+        "leader_epoch": epoch, "high_watermark": offset, "current_voters": [voter], "observers": []}]}],
+        "nodes": [{"node_id": ctx.node_id,
                    "listeners": [{"name": CONTROLLER_LISTENER, "host": host, "port": port}]}]}

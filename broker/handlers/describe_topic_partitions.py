@@ -31,8 +31,8 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
-    topics = broker.topics.topics()
+    ctx = conn.ctx
+    topics = ctx.topics.topics()
     fetch_all = not req.topics
     cursor = req.cursor
     cursor_topic = cursor.topic_name if cursor is not None else ""
@@ -49,7 +49,7 @@ async def handle(conn, header, req):
     if cursor is not None and cursor.partition_index < 0:
         return error_response(req, ErrorCode.INVALID_REQUEST)
     remaining = max(min(MAX_REQUEST_PARTITION_SIZE_LIMIT, req.response_partition_limit), 1)
-    node = broker.node_id
+    node = ctx.node_id
     out, next_cursor = [], None
     for name in sorted(names):
         if remaining == 0:
@@ -61,21 +61,21 @@ async def handle(conn, header, req):
                         "is_internal": False, "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
             continue
         info = topics.get(name)
-        ops = TOPIC_OPERATIONS if conn.broker.authorizer is None else conn.authorized_operations(acl.TOPIC, name)
+        ops = TOPIC_OPERATIONS if conn.ctx.authorizer is None else conn.authorized_operations(acl.TOPIC, name)
         if info is None:
             if not fetch_all:
                 out.append({"error_code": int(topic_name_error(name) or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-                            "name": name, "topic_id": ZERO_UUID, "is_internal": broker.topics.is_internal(name),
+                            "name": name, "topic_id": ZERO_UUID, "is_internal": ctx.topics.is_internal(name),
                             "partitions": [], "topic_authorized_operations": TOPIC_OPERATIONS})
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         upper = min(info.num_partitions, start + remaining)
         parts = [{"error_code": 0, "partition_index": p, "leader_id": node,
-                  "leader_epoch": broker.topics.leader_epoch(name, p),
+                  "leader_epoch": ctx.topics.leader_epoch(name, p),
                   "replica_nodes": [node], "isr_nodes": [node], "eligible_leader_replicas": [],
                   "last_known_elr": [], "offline_replicas": []}
                  for p in range(start, upper)]
-        out.append({"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": broker.topics.is_internal(name),
+        out.append({"error_code": 0, "name": name, "topic_id": info.topic_id, "is_internal": ctx.topics.is_internal(name),
                     "partitions": parts, "topic_authorized_operations": ops})
         if upper < info.num_partitions:
             next_cursor = {"topic_name": name, "partition_index": upper}

@@ -10,7 +10,7 @@ from ..security import authorizer as acl
 
 
 async def handle(conn, header, req):
-    coord = conn.broker.txn_coordinator
+    coord = conn.ctx.txn_coordinator
     out = []
     for tid in req.transactional_ids:
         md = coord.txns.get(tid) if tid else None

@@ -13,7 +13,7 @@ def error_response(req, code: ErrorCode, message: str | None, version: int) -> d
 
 
 async def handle(conn, header, req):
-    store = conn.broker.scram_credentials
+    store = conn.ctx.scram_credentials
     names = sorted(store.users) if req.users is None else [u.name for u in req.users]
     seen, results = set(), []
     for name in names:

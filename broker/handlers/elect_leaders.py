@@ -28,8 +28,8 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
-    topics = broker.topics.topics()
+    ctx = conn.ctx
+    topics = ctx.topics.topics()
     if req.timeout_ms <= 0:
         # the controller's deadline has passed before the election runs: TimeoutException, no
         # message (recorded: cluster_apis/elect/versions_and_types, timeouts 0 and -1)

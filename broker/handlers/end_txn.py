@@ -12,14 +12,14 @@ TRANSACTIONS_V2 = 5  # Kafka's TransactionVersion.transactionVersionForEndTxn: v
 async def handle(conn, header, req):
     # (the request read by subscript: an attribute of a decoded message costs about ten times as
     # much, and EndTxn comes once a transaction)
-    broker = conn.broker
+    ctx = conn.ctx
     transactional_id = req["transactional_id"]
     pid = epoch = -1
     try:
-        pid, epoch = await broker.transactions.end_txn(transactional_id, req["producer_id"], req["producer_epoch"],
+        pid, epoch = await ctx.transactions.end_txn(transactional_id, req["producer_id"], req["producer_epoch"],
                                                        req["committed"], v2=header.api_version >= TRANSACTIONS_V2)
         code = 0
-        conn.after_answer = broker.transactions.markers_tried
+        conn.after_answer = ctx.transactions.markers_tried
     except TxnError as e:
         code = fenced_error(e.code, header.api_version, 2)
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}

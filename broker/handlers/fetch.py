@@ -27,7 +27,7 @@ from ..security.authorizer import READ, TOPIC
 
 from minikafka.protocol.errors import ErrorCode, KafkaError
 from minikafka.protocol import schema
-from ..broker import now_ms
+from ..context import now_ms
 from ..quotas import quota_now_ms
 from ..fetch_session import ZERO_UUID, PartitionData, ShardLookupError, partition_key
 from .common import check_leader_epoch
@@ -60,7 +60,7 @@ def _diverging_epoch(lg, fetch_offset: int, last_fetched_epoch: int) -> dict | N
     return None
 
 
-def _fetch_data(broker, req, by_id: bool) -> dict:
+def _fetch_data(ctx, req, by_id: bool) -> dict:
     """The request's partitions, {key: PartitionData} in request order (a partition named twice
     is read once, with the later parameters, as Kafka's map of them)."""
     out = {}
@@ -69,7 +69,7 @@ def _fetch_data(broker, req, by_id: bool) -> dict:
             topic_id = t["topic_id"]
             if topic_id == ZERO_UUID:
                 topic_id = ZERO_UUID  # this object: `is` tells "no id" apart below
-            name = _topic_name(broker, topic_id)
+            name = _topic_name(ctx, topic_id)
         else:
             topic_id, name = ZERO_UUID, t["topic"]
         key = partition_key(name, topic_id, 0)[0]
@@ -81,19 +81,19 @@ def _fetch_data(broker, req, by_id: bool) -> dict:
     return out
 
 
-def _topic_name(broker, topic_id) -> str | None:
-    info = broker.topics.by_id(topic_id)
+def _topic_name(ctx, topic_id) -> str | None:
+    info = ctx.topics.by_id(topic_id)
     return info.name if info is not None else None
 
 
-def _to_forget(broker, req, by_id: bool) -> list:
+def _to_forget(ctx, req, by_id: bool) -> list:
     if not req.forgotten_topics_data:
         return []
     return [partition_key(t.topic, t.topic_id if by_id else ZERO_UUID, p)
             for t in req.forgotten_topics_data for p in t.partitions]
 
 
-def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchanged: bool = False,
+def _read_all(ctx, parts: list, req, version: int, readable=None, omit_unchanged: bool = False,
               quota_cap: float | None = None):
     """Read every partition: ([(key, PartitionData, answer)] with the erroneous ones last, bytes
     read, answer now (a read failed or diverged, or nothing was readable), fenced).
@@ -104,14 +104,14 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
     out here already, answer unbuilt."""
     committed = req.isolation_level == 1
     # Kafka's KafkaApis: min(the request's max_bytes, fetch.max.bytes); v0-2 ask for no limit
-    remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, broker.config["fetch.max.bytes"])
+    remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, ctx.config["fetch.max.bytes"])
     if quota_cap is not None:
         # a consumer under a consumer_byte_rate quota gets no more than its quota allows in one
         # window without certain throttling (Kafka's getMaxValueInQuotaWindow)
         remaining = min(remaining, int(quota_cap))
     total, now, fenced, readable_count = 0, False, False, 0
     answered, erroneous = [], []
-    get_log = broker.replicas.get_log
+    get_log = ctx.replicas.get_log
     for key, pd in parts:
         # Kafka answers an unknown topic, topic id or partition before reading (KafkaApis'
         # erroneous partitions, FetchResponse.partitionResponse): offsets -1 and an empty, not
@@ -184,7 +184,7 @@ def _read_all(broker, parts: list, req, version: int, readable=None, omit_unchan
             # UnknownOffset (-1), no records, no aborted list (OFFSET_OUT_OF_RANGE too)
             r = _error(pd.partition, e.code, None)
             if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
-                r["current_leader"] = {"leader_id": broker.node_id, "leader_epoch": lg.leader_epoch}
+                r["current_leader"] = {"leader_id": ctx.node_id, "leader_epoch": lg.leader_epoch}
                 fenced = True
         answered.append((key, pd, r))
     if not readable_count:
@@ -216,7 +216,7 @@ def _unknown_server_error(req, by_id: bool) -> dict:
                           for t in req.topics]}
 
 
-def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
+def _throttled(conn, quotas, session, answered, version: int) -> dict | None:
     """Kafka's fetch throttling: the request time so far and the answer's size counted against the
     client's quotas before the answer is made; a throttled client gets an empty answer (its size
     taken back from its byte rate) with throttle_time_ms, and the session is left as it was."""
@@ -233,46 +233,46 @@ def _throttled(conn, quotas, ctx, answered, version: int) -> dict | None:
         return None
     if size:
         quotas.fetch.unrecord(conn.principal, conn.client_id, size, quota_now_ms())
-    error, session_id = ctx.throttled()
+    error, session_id = session.throttled()
     return {"throttle_time_ms": throttle, "error_code": error, "session_id": session_id, "responses": []}
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     version = header.api_version
     by_id = version >= 13
-    fetch_data = _fetch_data(broker, req, by_id)
+    fetch_data = _fetch_data(ctx, req, by_id)
     try:
-        ctx = broker.fetch_manager.new_context(version, req.session_id, req.session_epoch, fetch_data,
-                                               _to_forget(broker, req, by_id))
+        session = ctx.fetch_manager.new_context(version, req.session_id, req.session_epoch, fetch_data,
+                                                _to_forget(ctx, req, by_id))
     except ShardLookupError:
         # a session id in no shard's range: Kafka's session cache throws (see fetch_session)
         return _unknown_server_error(req, by_id)
-    parts = ctx.partitions(lambda topic_id: _topic_name(broker, topic_id))
+    parts = session.partitions(lambda topic_id: _topic_name(ctx, topic_id))
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     readable = None
-    if broker.authorizer is not None:
+    if ctx.authorizer is not None:
         allowed = {t: conn.authorize(READ, TOPIC, t) for t in {pd.topic for _, pd in parts if pd.topic}}
         readable = allowed.__getitem__
-    omit = ctx.omits_unchanged
-    quotas = broker.quotas
+    omit = session.omits_unchanged
+    quotas = ctx.quotas
     cap = quotas.fetch.max_value_in_window(conn.principal, conn.client_id) if quotas is not None else None
     min_bytes = req.min_bytes if cap is None else min(req.min_bytes, int(cap))
     while True:
-        event = broker.replicas.data_event
-        answered, total, now, fenced = _read_all(broker, parts, req, version, readable, omit, cap)
+        event = ctx.replicas.data_event
+        answered, total, now, fenced = _read_all(ctx, parts, req, version, readable, omit, cap)
         if now or total >= min_bytes or trio.current_time() >= deadline:
             break
         with trio.move_on_at(deadline):
             await event.wait()
     if quotas is not None and quotas.any_client_quota:
-        throttled = _throttled(conn, quotas, ctx, answered, version)
+        throttled = _throttled(conn, quotas, session, answered, version)
         if throttled is not None:
             return throttled
-    error, session_id, out = ctx.respond(answered, now_ms())
+    error, session_id, out = session.respond(answered, now_ms())
     body = {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": _group(out)}
     if fenced:
         # v16: the leader named in current_leader, with its endpoint (KIP-951)
-        host, port = broker.advertised_address(conn.listener_name)
-        body["node_endpoints"] = [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+        host, port = ctx.advertised_address(conn.listener_name)
+        body["node_endpoints"] = [{"node_id": ctx.node_id, "host": host, "port": port, "rack": None}]
     return body

@@ -22,10 +22,10 @@ INVALID_REQUEST_MESSAGE = ("This most likely occurs because of a request being m
 NO_SHARE_GROUPS = "Share groups are not served"
 
 
-def _one(broker, conn, key, key_type, version):
-    host, port = broker.advertised_address(conn.listener_name)
+def _one(ctx, conn, key, key_type, version):
+    host, port = ctx.advertised_address(conn.listener_name)
     batched = version >= 4
-    out = {"key": key, "node_id": broker.node_id, "host": host, "port": port, "error_code": 0,
+    out = {"key": key, "node_id": ctx.node_id, "host": host, "port": port, "error_code": 0,
            "error_message": "" if batched else "NONE"}
     refused = dict(out, node_id=-1, host="", port=-1)
     if key_type == SHARE:
@@ -42,12 +42,12 @@ def _one(broker, conn, key, key_type, version):
     if code is not None:
         # Kafka 4.1: the message in v0-3's single answer, an empty one in v4+'s list
         return dict(refused, error_code=int(code), error_message="" if batched else AUTH_MESSAGES[code])
-    broker.topics.ensure_coordinator_topic(key_type)
+    ctx.topics.ensure_coordinator_topic(key_type)
     return out
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     v = header.api_version
     if req.key_type not in (GROUP, TRANSACTION, SHARE):
         # CoordinatorType.forId throws: the whole request's error response
@@ -57,8 +57,8 @@ async def handle(conn, header, req):
             return {"throttle_time_ms": 0, "coordinators": [dict(refused, key=k) for k in req.coordinator_keys]}
         return dict(refused, throttle_time_ms=0)
     if v >= 4:
-        return {"throttle_time_ms": 0, "coordinators": [_one(broker, conn, k, req.key_type, v)
+        return {"throttle_time_ms": 0, "coordinators": [_one(ctx, conn, k, req.key_type, v)
                                                         for k in req.coordinator_keys]}
-    one = _one(broker, conn, req.key, req.key_type, v)
+    one = _one(ctx, conn, req.key, req.key_type, v)
     one.pop("key")
     return dict(one, throttle_time_ms=0)

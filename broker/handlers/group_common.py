@@ -2,7 +2,7 @@
 txn_offset_commit, ...). Not an API module (not in handlers.APIS)."""
 from __future__ import annotations
 
-from ..broker import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
+from ..context import now_ms  # noqa: F401 (the group handlers' clock: the broker's)
 from ..security.authorizer import GROUP, SUPPORTED_OPS
 
 # DescribeGroups / ConsumerGroupDescribe authorized operations with no authorizer: every
@@ -12,14 +12,14 @@ GROUP_AUTHORIZED_OPS = sum(1 << op for op in SUPPORTED_OPS[GROUP])
 
 
 def coordinator(conn):
-    return conn.broker.group_coordinator
+    return conn.ctx.group_coordinator
 
 
 async def wait_for(conn, waiter):
     """The answer a coordinator Waiter holds, once given (without blocking other connections);
     what the request did before (appends, answers to other members) is looked at first."""
-    conn.broker.after_work()
-    return await conn.broker.pending_answers.wait(waiter)
+    conn.ctx.after_work()
+    return await conn.ctx.pending_answers.wait(waiter)
 
 
 def client_host(conn) -> str:
@@ -27,12 +27,12 @@ def client_host(conn) -> str:
     return "/" + host
 
 
-def partition_exists(broker, topic: str | None, partition: int) -> bool:
-    return bool(topic) and broker.replicas.get_log(topic, partition) is not None
+def partition_exists(ctx, topic: str | None, partition: int) -> bool:
+    return bool(topic) and ctx.replicas.get_log(topic, partition) is not None
 
 
-def topic_id_of(broker, name: str):
-    info = broker.topics.topics().get(name)
+def topic_id_of(ctx, name: str):
+    info = ctx.topics.topics().get(name)
     return getattr(info, "topic_id", None) if info is not None else None
 
 

@@ -6,9 +6,9 @@ from . import loggers
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     return ac.alter_resources(
-        broker, req, incremental=True,
-        topic_overrides_for=lambda res: ac.incremental_topic_overrides(ac.topic_overrides(broker, res.resource_name),
+        ctx, req, incremental=True,
+        topic_overrides_for=lambda res: ac.incremental_topic_overrides(ac.topic_overrides(ctx, res.resource_name),
                                                                        res.configs),
         logger_apply=loggers.apply, conn=conn)

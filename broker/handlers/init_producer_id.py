@@ -15,7 +15,7 @@ def _error(code, version: int) -> dict:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     v = header.api_version
     # v3+ (KIP-360): a producer recovering its own id names it and its epoch; both or neither
     if (req.producer_id == -1) != (req.producer_epoch == -1):
@@ -31,17 +31,17 @@ async def handle(conn, header, req):
                                              or conn.authorize_any(acl.WRITE, acl.TOPIC)):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, header.api_version)
     if req.transactional_id is None:
-        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": broker.producer_ids.next_id(), "producer_epoch": 0,
+        return {"throttle_time_ms": 0, "error_code": 0, "producer_id": ctx.producer_ids.next_id(), "producer_epoch": 0,
                 "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
     try:
-        broker.topics.ensure_internal(TRANSACTION_TOPIC)
-        pid, epoch = await broker.transactions.init_producer_id(
+        ctx.topics.ensure_internal(TRANSACTION_TOPIC)
+        pid, epoch = await ctx.transactions.init_producer_id(
             req.transactional_id, req.transaction_timeout_ms, req.producer_id, req.producer_epoch,
             enable_2pc=bool(req.enable2_pc) if v >= 6 else False,
             keep_prepared_txn=bool(req.keep_prepared_txn) if v >= 6 else False)
     except TxnError as e:
         # a fenced transaction's abort (CONCURRENT_TRANSACTIONS): its markers before the retry
-        conn.after_answer = broker.transactions.markers_tried
+        conn.after_answer = ctx.transactions.markers_tried
         return _error(e.code, v)
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": epoch,
             "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}

@@ -15,13 +15,13 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
     return {"throttle_time_ms": 0, "error_code": int(code), "config_resources": []}
 
 
-def _names(broker, resource_type: int) -> list[str]:
+def _names(ctx, resource_type: int) -> list[str]:
     if resource_type == TOPIC:
-        return list(broker.logs.topics())
+        return list(ctx.topics.topics())
     if resource_type in (BROKER, BROKER_LOGGER):
-        return [str(broker.node_id)]
+        return [str(ctx.node_id)]
     if resource_type == GROUP:
-        return [g for g, overrides in broker.dynamic_configs.groups.items() if overrides]
+        return [g for g, overrides in ctx.dynamic_configs.groups.items() if overrides]
     return []   # CLIENT_METRICS
 
 
@@ -30,4 +30,4 @@ async def handle(conn, header, req):
     if any(t not in TYPES for t in types):
         return error_response(req, ErrorCode.UNSUPPORTED_VERSION)
     return {"throttle_time_ms": 0, "error_code": 0, "config_resources": [
-        {"resource_name": name, "resource_type": t} for t in types for name in _names(conn.broker, t)]}
+        {"resource_name": name, "resource_type": t} for t in types for name in _names(conn.ctx, t)]}

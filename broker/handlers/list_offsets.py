@@ -34,7 +34,7 @@ def _duplicates(topics) -> set[tuple[str, int]]:
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     version = header.api_version
     # Kafka (ReplicaManager.fetchOffset) answers from a map keyed by partition, grouped by topic:
     # a partition named twice gets one answer (INVALID_REQUEST), a topic named twice one entry
@@ -63,7 +63,7 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.INVALID_REQUEST)
                 if ts < 0 and version < SINCE_VERSION.get(ts, 1 << 15):
                     raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
-                lg = broker.replicas.require_log(t.name, p.partition_index)
+                lg = ctx.replicas.require_log(t.name, p.partition_index)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 if isolation is None:
                     fetchable = lg.log_end_offset
@@ -80,9 +80,9 @@ async def handle(conn, header, req):
                 elif ts == LATEST_TIERED:
                     found = None  # no tiered storage: nothing uploaded
                 elif ts == MAX_TIMESTAMP:
-                    found = await broker.replicas.stepper.run(lg.max_timestamp_steps())
+                    found = await ctx.replicas.stepper.run(lg.max_timestamp_steps())
                 else:
-                    hit = await broker.replicas.stepper.run(lg.offset_by_timestamp_steps(ts))
+                    hit = await ctx.replicas.stepper.run(lg.offset_by_timestamp_steps(ts))
                     found = (hit[1], hit[0]) if hit else None
                 if found is not None and ts not in (LATEST, EARLIEST, EARLIEST_LOCAL) and found[1] >= fetchable:
                     found = None  # Kafka only reveals offsets below the fetchable end

@@ -4,7 +4,7 @@ import re
 
 from minikafka.protocol.errors import ErrorCode
 from minikafka.coordinator.transaction import TxnState
-from ..broker import now_ms
+from ..context import now_ms
 from ..security import authorizer as acl
 
 
@@ -12,7 +12,7 @@ KNOWN_STATES = {s.display for s in TxnState}
 
 
 async def handle(conn, header, req):
-    coord = conn.broker.txn_coordinator
+    coord = conn.ctx.txn_coordinator
     wanted = set(req.state_filters or [])
     unknown = sorted(wanted - KNOWN_STATES)
     pattern = req.get("transactional_id_pattern")

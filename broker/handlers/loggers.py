@@ -44,13 +44,13 @@ def logger_exists(name: str) -> bool:
     return name == ROOT_LOGGER or isinstance(logging.root.manager.loggerDict.get(name), logging.Logger)
 
 
-def check_node(broker, name: str) -> None:
+def check_node(ctx, name: str) -> None:
     try:
         node = int(name)
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
-    if node != broker.node_id:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {broker.node_id}, but received {name}")
+    if node != ctx.node_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {ctx.node_id}, but received {name}")
 
 
 def _validate(configs) -> None:
@@ -74,9 +74,9 @@ def _validate(configs) -> None:
                              f"Unknown operation type {op} is not allowed for the BROKER_LOGGER resource")
 
 
-def apply(broker, resource_name: str, configs, validate_only: bool) -> None:
+def apply(ctx, resource_name: str, configs, validate_only: bool) -> None:
     """RuntimeLoggerManager.applyChangesForResource."""
-    check_node(broker, resource_name)
+    check_node(ctx, resource_name)
     _validate(configs)
     if validate_only:
         return

@@ -7,13 +7,13 @@ from ..security import authorizer as acl
 from .common import NO_AUTH_OPS, topic_name_error
 
 
-def topic_entry(broker, info, ops=NO_AUTH_OPS):
+def topic_entry(ctx, info, ops=NO_AUTH_OPS):
     parts = [{
-        "error_code": 0, "partition_index": p, "leader_id": broker.node_id,
-        "leader_epoch": broker.topics.leader_epoch(info.name, p),
-        "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id], "offline_replicas": [],
+        "error_code": 0, "partition_index": p, "leader_id": ctx.node_id,
+        "leader_epoch": ctx.topics.leader_epoch(info.name, p),
+        "replica_nodes": [ctx.node_id], "isr_nodes": [ctx.node_id], "offline_replicas": [],
     } for p in range(info.num_partitions)]
-    return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": broker.topics.is_internal(info.name),
+    return {"error_code": 0, "name": info.name, "topic_id": info.topic_id, "is_internal": ctx.topics.is_internal(info.name),
             "partitions": parts, "topic_authorized_operations": ops}
 
 
@@ -32,14 +32,14 @@ def error_response(req, code: ErrorCode, message: str | None = None, version: in
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     version = header.api_version
-    topics = broker.topics.topics()
+    topics = ctx.topics.topics()
     want_ops = version >= 8 and req.include_topic_authorized_operations
 
     def entry(info):
         ops = conn.authorized_operations(acl.TOPIC, info.name) if want_ops else NO_AUTH_OPS
-        return topic_entry(broker, info, ops)
+        return topic_entry(ctx, info, ops)
 
     def describable(name):
         return conn.authorize(acl.DESCRIBE, acl.TOPIC, name)
@@ -64,7 +64,7 @@ async def handle(conn, header, req):
         unknown_ids, known, missing, refused = [], [], [], []
         for topic_id in ids:
             # any topic id: Kafka looks up the ids only and ignores every name in the request
-            info = broker.topics.by_id(topic_id)
+            info = ctx.topics.by_id(topic_id)
             if info is None:
                 unknown_ids.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None, "topic_id": topic_id,
                                     "partitions": [], "topic_authorized_operations": NO_AUTH_OPS})
@@ -82,7 +82,7 @@ async def handle(conn, header, req):
                 known.append(entry(info))
                 continue
             err = topic_name_error(name)
-            if err is None and allow_create and broker.config["auto.create.topics.enable"] and not broker.topics.is_internal(name):
+            if err is None and allow_create and ctx.config["auto.create.topics.enable"] and not ctx.topics.is_internal(name):
                 if not (conn.authorize(acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME)
                         or conn.authorize(acl.CREATE, acl.TOPIC, name)):
                     refused.append(_refused(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))  # may describe, not create
@@ -91,21 +91,21 @@ async def handle(conn, header, req):
                 # before it knows the topic: UNKNOWN_TOPIC_OR_PARTITION this time
                 err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 try:
-                    broker.topics.create(name)
+                    ctx.topics.create(name)
                 except KafkaError as e:
                     err = e.code
             elif err is None:
                 err = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             # Kafka flags an internal topic's name as internal even when the topic is gone (recorded)
             missing.append({"error_code": err, "name": name, "topic_id": ZERO_UUID, "partitions": [],
-                            "is_internal": broker.topics.is_internal(name), "topic_authorized_operations": NO_AUTH_OPS})
+                            "is_internal": ctx.topics.is_internal(name), "topic_authorized_operations": NO_AUTH_OPS})
         out = unknown_ids + known + missing + refused
-    host, port = broker.advertised_address(conn.listener_name)
+    host, port = ctx.advertised_address(conn.listener_name)
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}],
-        "cluster_id": broker.topics.cluster_id,
-        "controller_id": broker.node_id,
+        "brokers": [{"node_id": ctx.node_id, "host": host, "port": port, "rack": None}],
+        "cluster_id": ctx.topics.cluster_id,
+        "controller_id": ctx.node_id,
         "topics": out,
         "cluster_authorized_operations": (conn.authorized_operations(acl.CLUSTER, acl.CLUSTER_NAME)
                                           if 8 <= version <= 10 and req.include_cluster_authorized_operations

@@ -21,7 +21,7 @@ def error_response(req, code: ErrorCode, message: str | None, version: int) -> d
 
 async def handle(conn, header, req):
     v = header.api_version
-    broker = conn.broker
+    ctx = conn.ctx
     now = now_ms()
     retention = req.retention_time_ms if 2 <= v <= 4 else -1
     # one entry per request partition, in order: a partition named twice is answered and written
@@ -30,14 +30,14 @@ async def handle(conn, header, req):
     layout = []      # [(name, topic_id, [(partition, error or None: the coordinator's next answer)])]
     # (READ on the group: the dispatcher's, AUTHORIZATION), then READ on each topic
     for t in req.topics or []:
-        name, err = resolve_topic(broker, t.name, t.topic_id, v >= 10)
+        name, err = resolve_topic(ctx, t.name, t.topic_id, v >= 10)
         if err is None and not conn.authorize(acl.READ, acl.TOPIC, name):
             err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         parts = []
         for p in t.partitions or []:
             if err is not None:
                 parts.append((p.partition_index, err))
-            elif not partition_exists(broker, name, p.partition_index):
+            elif not partition_exists(ctx, name, p.partition_index):
                 parts.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 parts.append((p.partition_index, None))

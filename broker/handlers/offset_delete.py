@@ -8,7 +8,7 @@ from ..security import authorizer as acl
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     layout, wanted = [], []   # layout: [(name, None, [(partition, error or None: the coordinator's)])]
     for t in req.topics or []:  # (DELETE on the group: the dispatcher's, AUTHORIZATION)
         parts = []
@@ -16,7 +16,7 @@ async def handle(conn, header, req):
         for p in t.partitions or []:
             if not readable:
                 parts.append((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-            elif not partition_exists(broker, t.name, p.partition_index):
+            elif not partition_exists(ctx, t.name, p.partition_index):
                 parts.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 parts.append((p.partition_index, None))

@@ -13,14 +13,14 @@ from .group_common import coordinator, topic_id_of
 
 def _fetch_group(conn, group_id, topics, require_stable, by_id, member_id=None, member_epoch=-1):
     """(group error, [ {name, topic_id, partitions:[...]} ])"""
-    broker = conn.broker
+    ctx = conn.ctx
     coord = coordinator(conn)
     wanted = None
     layout = []  # (name, topic_id, [(partition, error or None)])
     if topics is not None:
         wanted = []
         for t in topics:
-            name, err = resolve_topic(broker, getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
+            name, err = resolve_topic(ctx, getattr(t, "name", None), getattr(t, "topic_id", None), by_id)
             if err is None and not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
                 err = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             parts = []
@@ -40,7 +40,7 @@ def _fetch_group(conn, group_id, topics, require_stable, by_id, member_id=None, 
             if not conn.authorize(acl.DESCRIBE, acl.TOPIC, name):
                 continue  # all topics asked for: those it may not describe are left out
             by_topic.setdefault(name, []).append((p, None))
-        layout = [(name, topic_id_of(broker, name) if by_id else None, sorted(parts))
+        layout = [(name, topic_id_of(ctx, name) if by_id else None, sorted(parts))
                   for name, parts in sorted(by_topic.items())]
     out = []
     for name, topic_id, parts in layout:

@@ -10,7 +10,7 @@ from ..security import authorizer as acl
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     topics = []
     for t in req.topics:
         parts = []
@@ -19,7 +19,7 @@ async def handle(conn, header, req):
             try:
                 if not conn.authorize(acl.DESCRIBE, acl.TOPIC, t.topic):  # Kafka: DESCRIBE on the topic
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                lg = broker.replicas.require_log(t.topic, p.partition)
+                lg = ctx.replicas.require_log(t.topic, p.partition)
                 check_leader_epoch(lg, None if p.current_leader_epoch == -1 else p.current_leader_epoch)
                 epoch, end = lg.end_offset_for_epoch(p.leader_epoch)
                 r.update(leader_epoch=epoch, end_offset=end)

@@ -52,14 +52,14 @@ def _unknown_codec_before_v7(conn, req, by_id: bool) -> KafkaError | None:
     serves (to refuse zstd); a codec id of 5-7 makes that read throw (CompressionType.forId), no
     Kafka error, before anything is appended: every partition of the request gets
     UNKNOWN_SERVER_ERROR."""
-    broker = conn.broker
+    ctx = conn.ctx
     for t in req["topic_data"]:
-        name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
+        name, topic_err = resolve_topic(ctx, t["name"], t["topic_id"], by_id)
         if topic_err is not None or not conn.authorize(WRITE, TOPIC, name):
             continue
         for p in t["partition_data"]:
             records = p["records"]
-            if not records or broker.replicas.get_log(name, p["index"]) is None:
+            if not records or ctx.replicas.get_log(name, p["index"]) is None:
                 continue
             try:
                 size = rec.next_batch_size(records)
@@ -111,16 +111,16 @@ def _names_several_partitions(req) -> bool:
     return len(topics) > 1 or (len(topics) == 1 and len(topics[0]["partition_data"]) > 1)
 
 
-def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tuple[int, int]]:
+def _transactional_producers(ctx, req, by_id: bool, version: int) -> set[tuple[int, int]]:
     """(producer id, epoch) of the transactional batches bound for existing partitions with
     well-formed records (what Kafka's ReplicaManager.handleProduceAppend receives)."""
     found = set()
     for t in req["topic_data"]:
-        name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
+        name, topic_err = resolve_topic(ctx, t["name"], t["topic_id"], by_id)
         if topic_err is not None:
             continue
         for p in t["partition_data"]:
-            if broker.replicas.get_log(name, p["index"]) is None:
+            if ctx.replicas.get_log(name, p["index"]) is None:
                 continue
             records = p["records"]
             try:
@@ -136,7 +136,7 @@ def _transactional_producers(broker, req, by_id: bool, version: int) -> set[tupl
 async def handle(conn, header, req):
     if header.api_version < FIRST_SERVED_VERSION:
         raise CloseConnection(f"Produce v{header.api_version} is no longer served")
-    broker = conn.broker
+    ctx = conn.ctx
     acks = req["acks"]
     transactional_id = req["transactional_id"]
     by_id = header.api_version >= 13
@@ -160,10 +160,10 @@ async def handle(conn, header, req):
     # every partition of the request gets it, as above. (Without a transactional first batch
     # there is no transactional producer, with one partition only one: the scan is skipped.)
     if (request_error is None and transactional and not refused and _names_several_partitions(req)
-            and len(_transactional_producers(broker, req, by_id, header.api_version)) > 1):
+            and len(_transactional_producers(ctx, req, by_id, header.api_version)) > 1):
         request_error = KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, MIXED_PRODUCERS)
     for t, by_index in _by_partition(req, by_id):
-        name, topic_err = resolve_topic(broker, t["name"], t["topic_id"], by_id)
+        name, topic_err = resolve_topic(ctx, t["name"], t["topic_id"], by_id)
         parts = []
         for index, records in by_index.items():
             r = {"index": index, "error_code": 0, "base_offset": -1, "log_append_time_ms": -1,
@@ -182,18 +182,18 @@ async def handle(conn, header, req):
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 # Kafka's order: the partition exists, its records pass validateRecords
                 # (handleProduceRequest), then acks and internal topics (ReplicaManager)
-                lg = broker.replicas.require_log(name, index)
+                lg = ctx.replicas.require_log(name, index)
                 records = _check_single_batch(records, header.api_version)
                 if acks not in (0, 1, -1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                if broker.topics.is_internal(name):
+                if ctx.topics.is_internal(name):
                     # Kafka refuses client writes to internal topics
                     raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {name}")
-                res = await broker.replicas.append_records(
+                res = await ctx.replicas.append_records(
                     lg, records, transactional_id, TransactionSupportedOperation.of_produce(header.api_version))
                 if res.flush_needed:
                     # flush.messages reached by this append: Kafka fsyncs before it answers
-                    await broker.replicas.flush_log(lg, res.last_offset + 1)
+                    await ctx.replicas.flush_log(lg, res.last_offset + 1)
                 r.update(base_offset=res.base_offset, log_append_time_ms=res.log_append_time_ms,
                          log_start_offset=res.log_start_offset)
             except KafkaError as e:

@@ -8,7 +8,7 @@ async def handle(conn, header, req):
     if not token_requests_allowed(conn):
         return {"error_code": int(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), "expiry_timestamp_ms": -1,
                 "throttle_time_ms": 0}
-    tokens = conn.broker.tokens
+    tokens = conn.ctx.tokens
     if tokens is None:
         return {"error_code": int(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED), "expiry_timestamp_ms": 0,
                 "throttle_time_ms": 0}

@@ -15,16 +15,16 @@ from ..replica_manager import TransactionSupportedOperation
 from ..security import authorizer as acl
 from .group_common import coordinator, merge_refused_first, now_ms, partition_exists
 
-def _verify(broker, req, version: int) -> ErrorCode | None:
+def _verify(ctx, req, version: int) -> ErrorCode | None:
     """Kafka 4.1 verifies the group's __consumer_offsets partition like a produce's
     (ReplicaManager.verify_transaction), with the request's intent: from v5 it adds the
     partition to the transaction; before v4 TRANSACTION_ABORTABLE is INVALID_TXN_STATE."""
-    if not broker.config["transaction.partition.verification.enable"]:
+    if not ctx.config["transaction.partition.verification.enable"]:
         return None
-    broker.topics.ensure_internal(OFFSETS_TOPIC)
-    lg = broker.replicas.get_log(*broker.txn_coordinator.offsets_partition(req.group_id))
+    ctx.topics.ensure_internal(OFFSETS_TOPIC)
+    lg = ctx.replicas.get_log(*ctx.txn_coordinator.offsets_partition(req.group_id))
     operation = TransactionSupportedOperation.of_txn_offset_commit(version)
-    code = broker.replicas.verify_transaction(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
+    code = ctx.replicas.verify_transaction(lg, req.transactional_id, req.producer_id, req.producer_epoch, -1,
                                               operation)
     if code == ErrorCode.TRANSACTION_ABORTABLE and operation == TransactionSupportedOperation.DEFAULT:
         code = ErrorCode.INVALID_TXN_STATE
@@ -40,7 +40,7 @@ def error_response(req, code: ErrorCode, message: str | None, version: int) -> d
 
 async def handle(conn, header, req):
     v = header.api_version
-    broker = conn.broker
+    ctx = conn.ctx
     now = now_ms()
     layout = []    # [(name, None, [(partition, error or None: the coordinator's next answer)])]
     entries = []   # [(tp, OffsetValue)] in request order (a partition named twice is written twice)
@@ -51,7 +51,7 @@ async def handle(conn, header, req):
         for p in t.partitions or []:
             if not readable:
                 parts.append((p.partition_index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-            elif not partition_exists(broker, t.name, p.partition_index):
+            elif not partition_exists(ctx, t.name, p.partition_index):
                 parts.append((p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 parts.append((p.partition_index, None))
@@ -63,7 +63,7 @@ async def handle(conn, header, req):
     result = []
     if entries:
         # checked and stored in one synchronous step (see coordinator.transaction)
-        err = _verify(broker, req, v)
+        err = _verify(ctx, req, v)
         if err is not None:
             result = [err] * len(entries)
         else:

@@ -8,7 +8,7 @@ from minikafka.protocol.errors import ErrorCode
 
 async def handle(conn, header, req):
     v = header.api_version
-    broker = conn.broker
+    ctx = conn.ctx
     updates = []
     for u in req.feature_updates or []:
         # v0's allow_downgrade is not honoured by Kafka 4.1 (a lower level is refused as a
@@ -16,8 +16,8 @@ async def handle(conn, header, req):
         kind = u.upgrade_type if v >= 1 else UPGRADE
         updates.append(FeatureUpdate(u.feature, u.max_version_level, kind))
     validate_only = bool(req.validate_only) if v >= 1 else False
-    code, message = broker.features.update(updates, broker.node_id, validate_only)
-    broker.txn_coordinator.transaction_version = broker.features.transaction_version
+    code, message = ctx.features.update(updates, ctx.node_id, validate_only)
+    ctx.txn_coordinator.transaction_version = ctx.features.transaction_version
     if code:
         return error_response(req, code, message, v)
     body = {"throttle_time_ms": 0, "error_code": 0, "error_message": message}

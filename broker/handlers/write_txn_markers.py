@@ -20,7 +20,7 @@ def error_response(req, code: ErrorCode, message: str | None, version: int) -> d
 
 
 async def handle(conn, header, req):
-    broker = conn.broker
+    ctx = conn.ctx
     markers = []
     for m in req.markers:
         topics = []
@@ -28,7 +28,7 @@ async def handle(conn, header, req):
             parts = []
             for p in t.partition_indexes:
                 try:
-                    code = broker.replicas.write_marker(t.name, p, m.producer_id, m.producer_epoch,
+                    code = ctx.replicas.write_marker(t.name, p, m.producer_id, m.producer_epoch,
                                                m.transaction_result, m.coordinator_epoch)
                 except KafkaError as e:
                     code = int(e.code)

@@ -91,7 +91,7 @@ def build_listeners(raw: dict[str, str]) -> tuple[list[Listener], dict[str, tupl
             text, where = listener_value(raw, lst.name, key, str(2**31 - 1))
             setattr(lst, key.replace(".", "_"), _count(where, text))
     # tls.py and sasl.py are imported only when a listener is SSL or SASL_*: a PLAINTEXT-only
-    # start does not need them (with their own imports, ~0.5 ms of every start). They import
+    # start does not need them (nor their own imports). They import
     # listener.py, not this module.
     for lst in listeners:
         if lst.tls:

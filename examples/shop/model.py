@@ -93,7 +93,7 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30)
     try:
         existing = set(admin.list_topics())
         # replication factor -1: the cluster's default.replication.factor (KIP-464), so the
-        # same call makes replicated topics on a Kafka cluster (README, "Outgrowing one machine")
+        # same call makes replicated topics on a Kafka cluster (docs/operations.md, "Outgrowing one machine")
         new = [NewTopic(t, n, -1) for t, n in topics.items() if t not in existing]
         if new:
             try:

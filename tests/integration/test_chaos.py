@@ -2,7 +2,7 @@
 random moments and an exit at every MINIKAFKA_FAULT point), producers killed and
 restarted, kafka-python and confluent-kafka transactional producers and read_committed
 consumers; the checker must find no lost, duplicate, aborted, torn or reordered record.
-The long run is `python tools/chaos.py --crashes 100` (README, "Chaos campaign")."""
+The long run is `python tools/chaos.py --crashes 100` (docs/chaos.md)."""
 from __future__ import annotations
 
 import json

@@ -152,7 +152,7 @@ SUBMIT_MASTER = "local[3]"
 
 
 class Job:
-    """``python -m minikafka.pipeline`` or, with ``submit``, the README's ``spark-submit ... pipeline/__main__.py``."""
+    """``python -m minikafka.pipeline`` or, with ``submit``, docs/operations.md's ``spark-submit ... pipeline/__main__.py``."""
 
     def __init__(self, tmp: Path, bootstrap: str, topic: str, source: str, jars: str | None,
                  submit: bool = False):
@@ -232,7 +232,7 @@ class Job:
 
 # --------------------------------------------------------------------------
 
-# The python variant (the one CI always runs) is launched as the README's "Outgrowing one
+# The python variant (the one CI always runs) is launched as docs/operations.md's "Outgrowing one
 # machine" launches it on a cluster: spark-submit with the master, pipeline/__main__.py.
 @pytest.mark.parametrize("source", ["python", "kafka"])
 def test_revenue_job_read_committed_exactly_once(broker, unique_topic, tmp_path, source):

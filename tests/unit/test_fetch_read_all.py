@@ -31,7 +31,7 @@ def reference_read_all(b, parts, req, version):
     remaining = min(req.max_bytes if req.max_bytes > 0 else INT32_MAX, b.config["fetch.max.bytes"])
     total, answered, erroneous = 0, [], []
     for key, pd in parts:
-        lg = b.replicas.get_log(pd.topic, pd.partition)
+        lg = b.ctx.replicas.get_log(pd.topic, pd.partition)
         if lg is None:
             erroneous.append((key, pd, _error(pd.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])))
             continue
@@ -62,7 +62,7 @@ def reference_read_all(b, parts, req, version):
         except KafkaError as e:
             r = _error(pd.partition, e.code, None)
             if e.code == ErrorCode.FENCED_LEADER_EPOCH and version >= 16:
-                r["current_leader"] = {"leader_id": b.node_id, "leader_epoch": lg.leader_epoch}
+                r["current_leader"] = {"leader_id": b.ctx.node_id, "leader_epoch": lg.leader_epoch}
         answered.append((key, pd, r))
     return answered + erroneous
 
@@ -93,8 +93,8 @@ def marker(pid: int, commit: bool) -> bytes:
 def fbroker(tmp_path):
     b = Broker(BrokerConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0"]))
     b.load()
-    b.topics.create("t", 4)
-    logs = [b.replicas.get_log("t", p) for p in range(4)]
+    b.ctx.topics.create("t", 4)
+    logs = [b.ctx.replicas.get_log("t", p) for p in range(4)]
     for _ in range(3):                                   # p0: plain batches
         logs[0].append(batch(4))
     logs[1].append(batch(3))                             # p1: two aborted transactions around plain data
@@ -121,7 +121,7 @@ def request(isolation: int, max_bytes: int) -> Msg:
 def parts_at(b, offsets, leader_epoch=-1, last_fetched_epoch=-1, by_id=True) -> list:
     out = []
     for p, off in enumerate(offsets):
-        topic_id = b.replicas.get_log("t", 0).topic_id if by_id else ZERO_UUID
+        topic_id = b.ctx.replicas.get_log("t", 0).topic_id if by_id else ZERO_UUID
         out.append((partition_key("t", topic_id, p),
                     PartitionData("t", topic_id, p, off, -1, 1 << 20, leader_epoch, last_fetched_epoch)))
     return out
@@ -131,15 +131,15 @@ def test_partitions_with_nothing_to_read_answer_as_the_read_does(fbroker):
     b = fbroker
     """Every mix of offsets (start, middle, the LSO, the high watermark, past the end, below
     the log start), budgets (spent by the first batch, some, plenty) and isolation levels."""
-    ends = [b.replicas.get_log("t", p).log_end_offset for p in range(4)]
-    assert b.replicas.get_log("t", 2).last_stable_offset < ends[2]    # (the open transaction)
-    choices = [sorted({0, 1, 2, b.replicas.get_log("t", p).last_stable_offset, ends[p], ends[p] + 3})
+    ends = [b.ctx.replicas.get_log("t", p).log_end_offset for p in range(4)]
+    assert b.ctx.replicas.get_log("t", 2).last_stable_offset < ends[2]    # (the open transaction)
+    choices = [sorted({0, 1, 2, b.ctx.replicas.get_log("t", p).last_stable_offset, ends[p], ends[p] + 3})
                for p in range(4)]
     seen_budgetless = seen_out_of_range = 0
     for offsets in itertools.product(*choices):
         for isolation, max_bytes in itertools.product((0, 1), (1, 300, 1 << 20)):
             req, parts = request(isolation, max_bytes), parts_at(b, offsets)
-            got = _read_all(b, parts, req, 16)[0]
+            got = _read_all(b.ctx, parts, req, 16)[0]
             assert comparable(got) == comparable(reference_read_all(b, parts, req, 16)), (offsets, isolation)
             seen_out_of_range += any(r["error_code"] == ErrorCode.OFFSET_OUT_OF_RANGE for _, _, r in got)
             seen_budgetless += max_bytes == 1 and isolation == 1 and any(
@@ -150,12 +150,12 @@ def test_partitions_with_nothing_to_read_answer_as_the_read_does(fbroker):
 @pytest.mark.parametrize("leader_epoch, last_fetched_epoch", [(-1, -1), (0, -1), (5, -1), (0, 0), (-1, 3)])
 def test_leader_epochs_and_divergence_are_checked_as_the_read_does(fbroker, leader_epoch, last_fetched_epoch):
     b = fbroker
-    b.replicas.get_log("t", 3).become_leader(2)             # p3 moves on: epoch 0 is fenced there
+    b.ctx.replicas.get_log("t", 3).become_leader(2)             # p3 moves on: epoch 0 is fenced there
     for offsets in ((0, 0, 0, 3), (12, 12, 7, 6), (99, 0, 0, 0)):
         for isolation, max_bytes in itertools.product((0, 1), (1, 1 << 20)):
             req = request(isolation, max_bytes)
             parts = parts_at(b, offsets, leader_epoch, last_fetched_epoch)
-            got = _read_all(b, parts, req, 16)[0]
+            got = _read_all(b.ctx, parts, req, 16)[0]
             assert comparable(got) == comparable(reference_read_all(b, parts, req, 16))
 
 
@@ -187,7 +187,7 @@ def run_sessions(b, steps) -> list:
         for omit, session in sessions.items():
             fm, sid = session
             ctx = fm.new_context(16, sid, epoch, dict(changed), [])
-            answered = _read_all(b, ctx.partitions(lambda _: "t"), request(isolation, max_bytes), 16, None,
+            answered = _read_all(b.ctx, ctx.partitions(lambda _: "t"), request(isolation, max_bytes), 16, None,
                                  omit and ctx.omits_unchanged)[0]
             error, session[1], out = ctx.respond(answered, 0)
             answers[omit].append((error, comparable(out)))
@@ -197,7 +197,7 @@ def run_sessions(b, steps) -> list:
 
 def test_an_incremental_session_answers_the_same_without_building_quiet_partitions(fbroker):
     b = fbroker
-    logs = [b.replicas.get_log("t", p) for p in range(4)]
+    logs = [b.ctx.replicas.get_log("t", p) for p in range(4)]
     nothing = lambda: None  # noqa: E731
     with_omit, without = run_sessions(b, [
         ((0, 0, 0, 3), 0, 300, nothing),                     # full: all answered

@@ -210,6 +210,26 @@ def test_every_layer_is_a_packaged_folder():
     assert set(LAYERS) <= set(FOLDERS), FOLDERS
 
 
+def test_requests_are_served_with_the_context_not_the_broker():
+    """Handlers and the server are given the Context (broker/context.py), the parts requests are
+    served with: none of them imports the Broker (broker/broker.py builds, loads and starts the
+    parts; only broker/main.py uses it) or the LogManager, and none reaches storage through a
+    ``.logs`` attribute or the Broker through ``conn.broker``: logs through the ReplicaManager,
+    topics through the TopicManager, log dirs through the LogDirMover."""
+    broker_module, storage = f"{PACKAGE}.broker.broker", f"{PACKAGE}.storage.log_manager"
+    served = python_files("broker/handlers") + [ROOT / "broker" / f for f in ("server.py", "context.py")]
+    bad = []
+    for path in served:
+        bad += [f"{path.relative_to(ROOT)} imports {m}" for m in imports_of(path) & {broker_module, storage}]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and (node.attr == "logs" or (
+                    node.attr == "broker" and isinstance(node.value, ast.Name) and node.value.id == "conn")):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno} reaches .{node.attr}")
+    assert not bad
+    importers = {str(p.relative_to(ROOT)) for p in python_files("broker") if broker_module in imports_of(p)}
+    assert importers == {"broker/main.py"}
+
+
 def test_test_modules_have_unique_names():
     """pytest imports a test folder without __init__.py by the file's basename (rootdir
     mode): two such files of one name fail collection on a clean checkout ("import file
@@ -267,19 +287,19 @@ def test_storage_and_coordinators_hold_nothing_of_the_broker(tmp_path):
     b = Broker(BrokerConfig.load(None, [f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0"]))
     b.load()
     try:
-        b.topics.create("t", 2)
-        groups = b.group_coordinator
+        b.ctx.topics.create("t", 2)
+        groups = b.ctx.group_coordinator
 
         async def work():
-            pid, epoch = await b.transactions.init_producer_id("tid", 60000, -1, -1, False, False)
+            pid, epoch = await b.ctx.transactions.init_producer_id("tid", 60000, -1, -1, False, False)
             batch = rec.build_batch([rec.Record(0, 0, None, b"v", ())], producer_id=pid, producer_epoch=epoch,
                                     base_sequence=0, is_transactional=True)
-            await b.replicas.append_records(b.replicas.get_log("t", 0), batch, "tid",
+            await b.ctx.replicas.append_records(b.ctx.replicas.get_log("t", 0), batch, "tid",
                                             TransactionSupportedOperation.ADD_PARTITION)
-            b.transactions.add_offsets("tid", pid, epoch, "g")
+            b.ctx.transactions.add_offsets("tid", pid, epoch, "g")
             groups.txn_commit_offsets("g", pid, epoch, "", None, -1, [(("t", 0), OffsetValue(1))], 0)
-            await b.transactions.end_txn("tid", pid, epoch, True, False)
-            b.transactions.marker_round()
+            await b.ctx.transactions.end_txn("tid", pid, epoch, True, False)
+            b.ctx.transactions.marker_round()
             groups.join_group("classic", "", None, "c", "/h", 10000, 10000, "consumer", [("range", b"")],
                               False, 0)
             groups.consumer_heartbeat(1, "kip848", "m", 0, None, None, 30000, ["t"], None, None, [], "c", "/h", 0)
@@ -287,7 +307,7 @@ def test_storage_and_coordinators_hold_nothing_of_the_broker(tmp_path):
 
         trio.run(work)
         assert groups.fetch_offsets("g", [("t", 0)], True)[1][0][1].offset == 1  # the transaction completed
-        roots = [b.logs, *b.logs.logs(), b.txn_coordinator, groups]
+        roots = [b.logs, *b.logs.logs(), b.ctx.txn_coordinator, groups]
         bad = sorted({f"{type(o).__module__}.{type(o).__qualname__}: {o!r:.80}"
                       for o in _reachable(roots) if _of_broker(o)})
         assert not bad

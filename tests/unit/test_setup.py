@@ -103,8 +103,8 @@ def test_default_outputs_are_ignored_by_git():
     assert ignored == {Path(p).as_posix() for p in paths}, r.stdout
 
 
-def readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def readme_section(title: str, path: str = "README.md") -> str:
+    text = (ROOT / path).read_text()
     start = text.index(f"\n## {title}")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else None]
@@ -116,7 +116,7 @@ def test_readme_says_how_to_activate_the_environment():
 
 def test_readme_outgrowing_one_machine_commands_match_the_code():
     from minikafka.pipeline.job import CONNECTOR_JARS, KAFKA_PACKAGE, parse_args
-    section = readme_section("Outgrowing one machine")
+    section = readme_section("Outgrowing one machine", "docs/operations.md")
     code_blocks = section.split("```")[1::2]
     [submit] = [block for block in code_blocks if "spark-submit --master" in block]
     assert f"--packages {KAFKA_PACKAGE}:4.0.0" in submit
