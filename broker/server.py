@@ -43,11 +43,16 @@ _SIZE = struct.Struct(">i")
 _INT = struct.Struct("i")  # a C int (FIONREAD's answer)
 
 
+# Below this a frame's buffer is a bytearray from malloc's heap, whose pages stay mapped from
+# request to request (main.py raises malloc's mmap threshold to the same 16 MiB); above it a
+# fresh anonymous mapping, whose pages the kernel supplies as the bytes arrive, where a
+# bytearray would zero-fill all of them at once, holding the event loop.
+MMAP_FRAME_MIN = 16 << 20
+
+
 def _frame_buffer(size: int):
-    """A large frame's buffer: anonymous memory, whose pages the kernel supplies (zeroed) as the
-    bytes arrive, where ``bytearray(size)`` zero-fills all of them at once, holding the event
-    loop for a large frame."""
-    return mmap.mmap(-1, size) if size >= mmap.PAGESIZE * 16 else bytearray(size)
+    """A frame's buffer (see MMAP_FRAME_MIN)."""
+    return mmap.mmap(-1, size) if size >= MMAP_FRAME_MIN else bytearray(size)
 
 
 class FrameReader:
