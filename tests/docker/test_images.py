@@ -39,7 +39,9 @@ def test_broker_image_is_slim(images, docker_env):
     assert found == ["1000"], f"uid and tools found in the broker image: {found}"
     own = image_mb(ref) - image_mb(docker_env["base"])
     fact(f"minikafka:latest adds {own:.1f} MB to its base image")
-    assert own < 25, f"the broker's layers weigh {own:.0f} MB"
+    # ~47 MB since the codecs are the broker's own dependencies (issue 32: every batch is read):
+    # zstandard's wheel alone is 24 MB (a C and a cffi backend), lz4 6, cramjam 4
+    assert own < 55, f"the broker's layers weigh {own:.0f} MB"
 
 
 def test_broker_container_on_a_free_port_is_healthy_and_serves(images):
