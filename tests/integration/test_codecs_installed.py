@@ -6,10 +6,6 @@ topic's compression.type. The clients here are this test's raw frames, from outs
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,65 +13,30 @@ import pytest
 from minikafka.protocol import records as rec
 from minikafka.testing import BrokerProcess
 from rawclient import RawClient
+from wheel_kit import build_wheel, clean_env, run, venv_with
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-# what a wheel is built from: pyproject's package-dir folders and the files it names
-SOURCES = ["pyproject.toml", "README.md", *tomllib.loads((ROOT / "pyproject.toml").read_text())[
-    "tool"]["setuptools"]["package-dir"].values()]
-NO_INDEX = ("Could not find a version", "No matching distribution", "Failed to establish",
-            "Temporary failure in name resolution", "Network is unreachable")
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-def _run(cmd: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 class AloneBroker(BrokerProcess):
     """The broker of the venv, and nothing of this checkout or of the test venv."""
 
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith("PYTEST_")}
-        env["PYTHONUNBUFFERED"] = "1"
-        return env
+        return dict(clean_env(), PYTHONUNBUFFERED="1")
 
 
 @pytest.fixture(scope="module")
 def alone_python(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("alone")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV") and not k.startswith("PYTEST_")}
-    src = tmp / "src"
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            src.mkdir(exist_ok=True)
-            shutil.copy(ROOT / name, src / name)
-    wheels = tmp / "wheels"
-    r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, src], tmp, env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    [wheel] = wheels.glob("minikafka-*.whl")
-    venv = tmp / "venv"
-    r = _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp, env)
-    assert r.returncode == 0, r.stderr
-    py = venv / "bin" / "python"
+    env = clean_env()
     # the wheel and what its metadata declares, nothing else (pip's cache serves them offline)
-    r = _run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check", wheel],
-             tmp, env, timeout=600)
-    if r.returncode != 0 and any(s in r.stdout + r.stderr for s in NO_INDEX):
-        pytest.skip(f"no package index for the broker's dependencies: "
-                    f"{(r.stdout + r.stderr).strip().splitlines()[-1]}")
-    assert r.returncode == 0, r.stdout + r.stderr
-    return py
+    return venv_with(tmp, env, build_wheel(tmp, env))
 
 
 def test_the_broker_alone_has_one_library_per_codec(alone_python, tmp_path):
-    r = _run([alone_python, "-c", "import importlib.metadata as m; print(sorted(d.metadata['Name'].lower() "
+    r = run([alone_python, "-c", "import importlib.metadata as m; print(sorted(d.metadata['Name'].lower() "
               "for d in m.distributions()))"], tmp_path, dict(os.environ, PYTHONPATH=""))
     installed = eval(r.stdout)  # noqa: S307 - our own subprocess's repr of a list of names
     for codec_library in ("lz4", "zstandard", "cramjam"):

@@ -5,53 +5,25 @@ runs), and a user's test file using the ``minikafka_broker`` fixture
 (examples/test_exactly_once.py, copied out of the checkout) passes there."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
-import tomllib
 import zipfile
-from pathlib import Path
 
 import pytest
 
+from wheel_kit import ROOT, build_wheel, clean_env, run, venv_with
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 CLIENT = "confluent-kafka"  # the one Kafka client the example uses
-# what a wheel is built from: pyproject's package-dir folders and the files it names
-SOURCES = ["pyproject.toml", "README.md", *tomllib.loads((ROOT / "pyproject.toml").read_text())[
-    "tool"]["setuptools"]["package-dir"].values()]
-NO_INDEX = ("Could not find a version", "No matching distribution", "Failed to establish",
-            "Temporary failure in name resolution", "Network is unreachable")
-
-
-def run(cmd: list, cwd: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_wheel_in_an_empty_venv_runs_a_users_test_file(tmp_path):
     t0 = time.monotonic()
     # nothing of this checkout or of the test venv may leak into the new venv's processes
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "MINIKAFKA_BOOTSTRAP")
-           and not k.startswith("PYTEST_")}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env = dict(clean_env("MINIKAFKA_BOOTSTRAP"), PYTHONDONTWRITEBYTECODE="1")
 
-    # pip wheel of a copy: the build leaves build/ and *.egg-info behind, not in the checkout
-    src = tmp_path / "src"
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            src.mkdir(exist_ok=True)
-            shutil.copy(ROOT / name, src / name)
-    wheels = tmp_path / "wheels"
-    r = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, src], tmp_path, env)
-    assert r.returncode == 0, r.stdout + r.stderr
-    [wheel] = wheels.glob("minikafka-*.whl")
+    wheel = build_wheel(tmp_path, env)
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
@@ -62,16 +34,8 @@ def test_wheel_in_an_empty_venv_runs_a_users_test_file(tmp_path):
         assert f"minikafka/console/{f}" in names, f
     built = time.monotonic()
 
-    # an empty venv (no pip of its own: this pip installs into it)
-    venv = tmp_path / "venv"
-    r = run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path, env)
-    assert r.returncode == 0, r.stderr
-    py = venv / "bin" / "python"
-    r = run([sys.executable, "-m", "pip", "--python", py, "install", "-q", "--disable-pip-version-check",
-             wheel, "pytest", CLIENT], tmp_path, env, timeout=600)
-    if r.returncode != 0 and any(s in r.stdout + r.stderr for s in NO_INDEX):
-        pytest.skip(f"no package index for pytest and {CLIENT}: {(r.stdout + r.stderr).strip().splitlines()[-1]}")
-    assert r.returncode == 0, r.stdout + r.stderr
+    py = venv_with(tmp_path, env, wheel, "pytest", CLIENT)
+    venv = py.parents[1]
     installed = time.monotonic()
 
     user = tmp_path / "user"  # a user's project: nothing of minikafka here but the test file
