@@ -14,7 +14,7 @@ import trio
 from . import scheduler
 from .broker import Broker
 from .scheduler import Service
-from .server import close_idle_connections, serve_listener
+from .server import MMAP_FRAME_MIN, close_idle_connections, serve_listener
 
 log = logging.getLogger("minikafka")
 
@@ -68,7 +68,7 @@ def _keep_freed_buffers() -> None:
     except (OSError, AttributeError):
         return
     m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 16 << 20)
+    mallopt(m_mmap_threshold, MMAP_FRAME_MIN)  # the size from which server.py maps frames itself
     mallopt(m_trim_threshold, 16 << 20)
 
 
