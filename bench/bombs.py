@@ -45,6 +45,7 @@ from brokers import (Minikafka, PrivateKafka, cpu_seconds, kafka_home, listener_
                      metadata_lists_broker, split_hostport)
 from minikafka.broker.tools.wire import WireClient  # noqa: E402
 from minikafka.protocol import records as rec  # noqa: E402
+from minikafka.protocol import schema  # noqa: E402
 
 MiB = 1 << 20
 TOPIC_CONFIGS = {"max.message.bytes": str(64 * MiB)}
@@ -103,10 +104,18 @@ class Target:
             self.topics.append(name)
         return name
 
-    def produce(self, topic: str, batch: bytes):
+    def encode_produce(self, topic: str, batch: bytes) -> tuple[int, bytes]:
+        """A Produce request of ``batch``, encoded (before the measured window: encoding a large
+        batch holds this process's GIL, which the bystander's threads need too)."""
         body = {"transactional_id": None, "acks": -1, "timeout_ms": 600000,
                 "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]}
-        p = self.client.request(0, 9, body).responses[0].partition_responses[0]
+        self.client.corr += 1
+        return self.client.corr, schema.encode_request(0, 9, self.client.corr, self.client.client_id, body)
+
+    def produce(self, request: tuple[int, bytes]):
+        corr, frame = request
+        self.client.send_frame(frame)
+        p = self.client.receive(0, 9, corr).responses[0].partition_responses[0]
         return p.error_code, len(p.record_errors or [])
 
     def await_leader(self, topic: str, timeout: float = 60) -> None:
@@ -134,10 +143,11 @@ class Target:
 
 
 def measure(target: Target, topic: str, batch: bytes, bystander: Bystander | None) -> dict:
+    request = target.encode_produce(topic, batch)
     base = reset_peak(target.pid) if target.pid and bystander else None
     cpu0 = cpu_seconds(target.pid) if target.pid else None
     mark = time.monotonic()
-    answer = target.produce(topic, batch)
+    answer = target.produce(request)
     done = time.monotonic()
     out = {"answer": answer[0], "record_errors": answer[1], "seconds": round(done - mark, 3)}
     if cpu0 is not None:

@@ -182,6 +182,11 @@ class LogDirMover:
                 if near_end and future.recovery_point < future.log_end_offset:
                     await trio.to_thread.run_sync(future.flush)  # (appends may come meanwhile)
                     continue
+                if near_end and self._replicas.appending(*tp):
+                    # a large append's bytes are being written: its offsets are not the log's yet
+                    async with self._replicas.append_lock(*tp):
+                        pass
+                    continue
                 if near_end:
                     # the rest, then the swap, without yielding: no append comes in between
                     if r is not None and r.slice is not None:

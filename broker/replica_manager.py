@@ -18,8 +18,10 @@
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
+import os
 import time
 
 import trio
@@ -42,6 +44,11 @@ VERIFY_RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTI
 # Kafka's add.partitions.to.txn.retry.backoff.ms / .max.ms (defaults)
 ADD_PARTITIONS_RETRY_BACKOFF_S = 0.02
 ADD_PARTITIONS_RETRY_MAX_S = 0.1
+# A client's append of at least this many bytes writes to its segment in a worker thread (a
+# write takes one to a few milliseconds a megabyte, a thread's round trip a tenth of one):
+# under it the append stays one synchronous step, which is what a produce of ordinary batches
+# (at most max.message.bytes, 1 MiB by default) is fastest with.
+LARGE_APPEND_BYTES = 2 << 20
 
 
 class TransactionSupportedOperation(enum.Enum):
@@ -107,6 +114,10 @@ class ReplicaManager:
         self._flush_wakeup = trio.Event()
         logs.defer_flushes()  # the fsyncs logs ask for run in the flusher's worker thread
         self.stepper = Stepper()  # long record walks (inflating batches) in slices of the event loop
+        # (topic, partition) -> the lock its large appends take, while one is in progress or waits:
+        # appends to the partition then queue in order behind the one whose bytes are being written
+        self._append_locks: dict[tuple[str, int], trio.Lock] = {}
+        self.fault_point = os.environ.get("MINIKAFKA_FAULT") or None  # docs/operations.md, "Fault injection"
 
     # ------------------------------------------------------------- partitions
     def get_log(self, topic: str, partition: int):
@@ -155,12 +166,15 @@ class ReplicaManager:
 
         The records are read first, over as many turns of the event loop as they take (a
         compressed batch may inflate to a gigabyte: broker/stepper.py); what the read found is
-        applied where Kafka validates, after the transaction checks, in the synchronous step."""
+        applied where Kafka validates, after the transaction checks, in the synchronous step.
+        A large append's bytes are written in a worker thread (`_large_append`)."""
         analysis = await self.stepper.run(lg.analyze(records))
         deadline = None
         while True:
             try:
-                return self._checked_append(lg, records, transactional_id, operation, analysis)
+                if len(records) < LARGE_APPEND_BYTES and (lg.topic, lg.partition) not in self._append_locks:
+                    return self._checked_append(lg, records, transactional_id, operation, analysis)
+                return await self._large_append(lg, records, transactional_id, operation, analysis)
             except KafkaError as e:
                 if e.code != ErrorCode.CONCURRENT_TRANSACTIONS:  # only an added partition answers it
                     raise
@@ -170,8 +184,50 @@ class ReplicaManager:
                     raise
             await trio.sleep(ADD_PARTITIONS_RETRY_BACKOFF_S)
 
+    async def _large_append(self, lg, records, transactional_id: str | None,
+                            operation: TransactionSupportedOperation, analysis):
+        """`_checked_append` with the write to the segment in a worker thread, under the
+        partition's append lock: appends to the partition queue behind it in order (a small one
+        too, while the lock is held or awaited), and nothing of it shows (offsets, high
+        watermark, producer state) until its bytes are all written. Whatever else changes the
+        log meanwhile (markers, retention, deletion) finishes it first (UnifiedLog._settle)."""
+        from minikafka.storage.log import AppendResult  # (partition logs are not on the start path)
+        async with self.append_lock(lg.topic, lg.partition):
+            pending = self._checked_append(lg, records, transactional_id, operation, analysis, begin=True)
+            if pending.__class__ is AppendResult:
+                return pending  # a duplicate
+            pending.share()
+            with trio.CancelScope(shield=True):  # begun, it ends (a kill -9 alone stops it)
+                try:
+                    await trio.to_thread.run_sync(pending.write)
+                finally:
+                    pending.write()  # (nothing once written: here if the thread never ran)
+                self.fault("append.after_write")
+                result = self._log_step(pending.log.finish_append, pending)
+        self.notify_if_appended()
+        return result
+
+    @contextlib.asynccontextmanager
+    async def append_lock(self, topic: str, partition: int):
+        """Hold the partition's append lock: no large append's bytes are being written meanwhile,
+        and every append to the partition (large or small) waits its turn behind the holder."""
+        key = (topic, partition)
+        lock = self._append_locks.get(key)
+        if lock is None:
+            lock = self._append_locks[key] = trio.Lock()
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and self._append_locks.get(key) is lock:
+                del self._append_locks[key]  # (nobody holds or awaits it: appends go the direct way again)
+
+    def appending(self, topic: str, partition: int) -> bool:
+        """Is a large append to the partition in progress, or awaiting its turn?"""
+        return (topic, partition) in self._append_locks
+
     def _checked_append(self, lg, records, transactional_id: str | None, operation: TransactionSupportedOperation,
-                        analysis):
+                        analysis, begin: bool = False):
         if lg.closed:
             # replaced since the request looked it up (moved to another log dir): the partition's log now
             now = self.get_log(lg.topic, lg.partition)
@@ -184,15 +240,21 @@ class ReplicaManager:
                                                h.base_sequence, operation)
                 if code != ErrorCode.NONE:
                     raise verification_error(code, operation)
+        if begin:
+            return self._log_step(lg.begin_append, records, analysis=analysis)
         result = self._append(lg, records, analysis=analysis)
         self.notify_if_appended()
         return result
 
     def _append(self, lg, records, **kwargs):
-        """``lg.append``; an I/O error, or a KafkaError an I/O error caused, is the log dir's
-        failure (the LogManager's policy: the broker halts), never an answer."""
+        return self._log_step(lg.append, records, **kwargs)
+
+    def _log_step(self, step, *args, **kwargs):
+        """``step(*args, **kwargs)``, a log's append (or its beginning or end); an I/O error, or
+        a KafkaError an I/O error caused, is the log dir's failure (the LogManager's policy: the
+        broker halts), never an answer."""
         try:
-            return lg.append(records, **kwargs)
+            return step(*args, **kwargs)
         except KafkaError as e:
             if isinstance(e.__cause__, OSError):
                 self.log_dir_failed(e.__cause__)
@@ -342,6 +404,11 @@ class ReplicaManager:
                 await self.flush_log(lg, lg.log_end_offset)
 
     # ------------------------------------------------------------ failures
+    def fault(self, point: str) -> None:  # MINIKAFKA_FAULT: exit as kill -9 at that point
+        if self.fault_point == point:
+            log.error("fault injection: exiting at %s", point)
+            os._exit(86)
+
     def log_dir_failed(self, error: BaseException) -> None:
         """The LogManager's policy: the log dir goes offline, the broker halts."""
         self.logs.log_dir_failed(error)

@@ -80,7 +80,8 @@ CONSOLE_READY_RE = re.compile(r"minikafka console ready: (http://\S+/)")
 # the broker's one ready line: "minikafka ready: node 1 listening on PLAINTEXT://127.0.0.1:PORT (...)"
 READY_RE = re.compile(r"listening on PLAINTEXT://127\.0\.0\.1:(\d+)")
 FAULT_POINTS = ("txn.before_prepare", "txn.after_prepare", "txn.after_first_marker", "txn.after_markers",
-                "logdir.before_commit", "logdir.after_commit", "logdir.after_future_rename", "logdir.after_swap")
+                "logdir.before_commit", "logdir.after_commit", "logdir.after_future_rename", "logdir.after_swap",
+                "append.after_write")
 START_TIMEOUT = 15.0
 ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 

@@ -31,6 +31,9 @@ SLICE_RECORDS = 2048          # records parsed between two checkpoints
 CHUNK = 256 * 1024            # decompressed bytes read per step
 INLINE_RECORD = 1 << 20       # a record up to this size is parsed in one buffer; a larger one streamed
 KEY_INLINE = 4096             # a key up to this size is handed out whole; a longer one as its digest
+# the largest uncompressed section read from a copy (a copy takes about half a millisecond a
+# megabyte: a 64 MB batch's would hold an event loop for 30 ms); a larger one is read where it is
+COPY_AT_ONCE = 1 << 20
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
 
@@ -391,7 +394,9 @@ def walk_records(buf, pos: int, size: int, count: int, codec: int, *, visit=None
             raise _remaining()
         return s
     if not codec:
-        data = bytes(payload)       # (indexing bytes is faster than a memoryview: worth the copy)
+        # (indexing bytes is faster than a memoryview: worth the copy, but for a section so large
+        # that the copy alone would hold an event loop)
+        data = bytes(payload) if len(payload) <= COPY_AT_ONCE else payload
         end = len(data)
         p = i = 0
         while True:

@@ -27,11 +27,12 @@ __all__ = [
     "parse_control_record", "compress", "decompress", "crc32c",
 ]
 
-def crc32c(data) -> int:
-    """CRC-32C (Castagnoli), from the crc32c package's C extension, loaded on first use."""
+def crc32c(data, value: int = 0) -> int:
+    """CRC-32C (Castagnoli), from the crc32c package's C extension, loaded on first use;
+    ``value``: the CRC of the bytes before ``data``."""
     global crc32c
     crc32c = _load_crc32c()
-    return crc32c(data)
+    return crc32c(data, value)
 
 
 def _load_crc32c():

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import struct
 import threading
 import time
 from bisect import bisect_right
@@ -85,6 +86,50 @@ class AppendResult(NamedTuple):
     log_start_offset: int
     num_records: int
     flush_needed: bool = False  # flush.messages reached: fsync before answering (Kafka flushes in append)
+
+
+class PendingAppend:
+    """An append whose offsets are assigned and whose bytes are still to be written
+    (:meth:`UnifiedLog.begin_append`). Once :meth:`share` was called, :meth:`write` may run in a
+    worker thread; it runs once, in whichever thread calls it first (the worker, or the log's
+    owner when something else must change the log first: :meth:`UnifiedLog.finish_append`
+    completes it, waiting for a write under way)."""
+
+    __slots__ = ("log", "segment", "parts", "size", "meta", "first_offset", "next_offset", "num_records",
+                 "prepared", "log_append_time_ms", "error", "result", "_lock", "_written")
+
+    def __init__(self, log: "UnifiedLog", segment: LogSegment, parts: list, size: int, meta: list,
+                 first_offset: int, next_offset: int, num_records: int, prepared, log_append_time_ms: int):
+        self.log, self.segment, self.parts, self.size, self.meta = log, segment, parts, size, meta
+        self.first_offset, self.next_offset, self.num_records = first_offset, next_offset, num_records
+        self.prepared, self.log_append_time_ms = prepared, log_append_time_ms
+        self.error: Exception | None = None
+        self.result: AppendResult | None = None
+        self._lock: threading.Lock | None = None  # made by share (an append written in one step needs none)
+        self._written = False
+
+    def share(self) -> None:
+        """Before :meth:`write` is handed to another thread."""
+        self._lock = threading.Lock()
+
+    def write(self) -> None:
+        """Write the bytes to the segment file, once (after :meth:`share`, a second call from
+        another thread waits for the first)."""
+        if self._lock is None:
+            self._write()
+        else:
+            with self._lock:
+                self._write()
+
+    def _write(self) -> None:
+        if self._written:
+            return
+        self._written = True
+        try:
+            self.segment.write(self.parts, self.size)
+        except Exception as e:
+            self.error = e
+        self.parts = None  # (the records are not needed any more)
 
 
 class ReadResult(NamedTuple):
@@ -149,6 +194,7 @@ class UnifiedLog:
         self._last_flush_ms = int(time.time() * 1000)
         self._flush_lock = threading.Lock()  # one fsync pass at a time; the recovery point only grows
         self._closed = False
+        self._pending: PendingAppend | None = None  # an append begun and not finished (begin_append)
         try:
             os.mkdir(dir_path)
         except FileExistsError:
@@ -384,6 +430,7 @@ class UnifiedLog:
         """This broker leads the partition from now on in ``epoch`` (Kafka's ``makeLeader``):
         appended batches carry it and it starts at the log end offset in the epoch cache
         (whose file, with ``write=False``, is written before the epoch's first batch)."""
+        self._settle()
         self.leader_epoch = epoch
         self.leader_epoch_cache.assign(epoch, self.next_offset, write)
 
@@ -435,6 +482,19 @@ class UnifiedLog:
         allowed, client-only checks skipped; offsets are still assigned. ``analysis`` is the
         finished :meth:`analyze` of these records (without it the validation runs here).
         """
+        pending = self.begin_append(records, now_ms=now_ms, origin=origin, analysis=analysis)
+        if pending.__class__ is AppendResult:
+            return pending  # a duplicate
+        return self.finish_append(pending)
+
+    def begin_append(self, records, *, now_ms: int | None = None, origin: str = "client",
+                     analysis: Analysis | None = None) -> PendingAppend | AppendResult:
+        """:meth:`append` up to the write: every check, the offsets, the roll. Returns the
+        :class:`PendingAppend` (its ``write`` may then run in a worker thread, and
+        :meth:`finish_append` must follow it), or the AppendResult of a duplicate batch. Until
+        it is finished, nothing of the append shows (log end offset, high watermark, segment
+        size, producer state), and whatever else changes this log finishes it first."""
+        self._settle()
         if origin not in ("client", "coordinator"):
             raise ValueError(f"unknown append origin {origin!r}")
         is_from_client = origin == "client"
@@ -452,34 +512,40 @@ class UnifiedLog:
                 e.log_start_offset = self.log_start_offset
             raise e
         # The caller's records are read where they are and never changed (a Produce request's are
-        # a read-only view of its frame). They are copied only when a batch must change inside its
-        # CRC (a max timestamp fixed, LogAppendTime: `own`, the log's copy patched in place; a
-        # rebuilt batch is the log's already); offsets and leader epochs, outside the CRC, go into a
-        # copy of each batch's first 16 bytes, written in front of the rest of it (one writev): a
-        # megabyte batch reaches the file without a copy in Python.
+        # a read-only view of its frame): offsets and leader epochs, outside the CRC, go into a copy
+        # of each batch's first 16 bytes, written in front of the rest of it (one writev). A batch
+        # that must change inside its CRC (a max timestamp fixed, LogAppendTime) gets a copy of its
+        # whole header instead (`heads`), its CRC that of the copy and the records behind it. A
+        # megabyte batch reaches the file without a copy in Python. A rebuilt batch (`own`) is the
+        # log's already: patched in place.
         buf = analysis.records
         batches = analysis.batches
         own = analysis.rebuilt
-        if analysis.fixes:
-            if not own:
-                buf, own = bytearray(buf), True
+        log_append = config.message_timestamp_type == "LogAppendTime"
+        heads = {}
+        if analysis.fixes or log_append:
             batches = list(batches)
             for i, ts, attributes in analysis.fixes:
                 pos = batches[i][0]
-                rec.set_create_time_max(buf, pos, ts, attributes)
-                batches[i] = (pos, rec.parse_header(buf, pos))
+                if own:
+                    rec.set_create_time_max(buf, pos, ts, attributes)
+                    batches[i] = (pos, rec.parse_header(buf, pos))
+                else:
+                    head = heads[i] = _header_copy(buf, pos)
+                    rec.set_create_time_max(head, 0, ts, attributes)
+                    batches[i] = (pos, rec.parse_header(head, 0))
+            if log_append:
+                for i, (pos, _) in enumerate(batches):
+                    target, at = (buf, pos) if own else (heads.setdefault(i, _header_copy(buf, pos)), 0)
+                    rec.set_log_append_time(target, at, now_ms)
+            for i, head in heads.items():
+                _seal(head, buf, batches[i][0])
 
         total = len(buf)
         if total > config.effective_segment_bytes:
             raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
                              f"Message batch size is {total} bytes in append to partition {self.name} which exceeds "
                              f"the maximum configured segment size of {config.effective_segment_bytes}.")
-        log_append = config.message_timestamp_type == "LogAppendTime"
-        if log_append:
-            if not own:
-                buf, own = bytearray(buf), True
-            for pos, _ in batches:
-                rec.set_log_append_time(buf, pos, now_ms)
 
         # ---- assign offsets (baseOffset and partitionLeaderEpoch are outside the CRC) ----
         first_offset = offset = self.next_offset
@@ -495,16 +561,18 @@ class UnifiedLog:
         else:
             parts = []
             view = memoryview(buf)
-        for pos, h in batches:
+        for i, (pos, h) in enumerate(batches):
             if own:
                 pack_offset(buf, pos, offset)
                 pack_epoch(buf, pos, epoch)
             else:
-                head = bytearray(view[pos:pos + _PATCHED_HEAD])
+                head = heads.get(i) if heads else None
+                if head is None:
+                    head = bytearray(view[pos:pos + _PATCHED_HEAD])
                 pack_offset(head, 0, offset)
                 pack_epoch(head, 0, epoch)
                 parts.append(head)
-                parts.append(view[pos + _PATCHED_HEAD:pos + h.size])
+                parts.append(view[pos + len(head):pos + h.size])
             last = offset + h.last_offset_delta
             bts = now_ms if log_append else h.max_timestamp
             if bts > max_ts:
@@ -535,12 +603,30 @@ class UnifiedLog:
         seg = self.active_segment
         if self._should_roll(seg, total, max_ts, offset - 1, now_ms):
             seg = self.roll(now_ms)
-        seg.append(parts, total, meta)
-        self.next_offset = offset
+        seg.open_for_append()
+        self._pending = PendingAppend(self, seg, parts, total, meta, first_offset, offset, num_records, prepared,
+                                      now_ms if log_append else -1)
+        return self._pending
+
+    def finish_append(self, pending: PendingAppend) -> AppendResult:
+        """The end of :meth:`begin_append`'s append, once its bytes are written (written here
+        if they are not yet): the offsets, the high watermark and the producer state move.
+        Again for an append finished already: the same result, or the same error."""
+        if pending.result is not None:
+            return pending.result
+        pending.write()
+        if self._pending is pending:
+            self._pending = None
+        if pending.error is not None:
+            raise pending.error
+        seg = pending.segment
+        seg.appended(pending.size, pending.meta)
+        offset = self.next_offset = pending.next_offset
         self.high_watermark = offset
-        if prepared is not None:
+        if pending.prepared is not None:
             # entries, ongoing transactions; aborted ones indexed in the segment holding the marker
-            self.producer_state.apply_append(prepared, seg.txn_index)
+            self.producer_state.apply_append(pending.prepared, seg.txn_index)
+        config = self.config
 
         # Kafka's check: unflushed messages = log end offset - recovery point
         flush_needed = offset - self.recovery_point >= config.flush_messages
@@ -552,8 +638,20 @@ class UnifiedLog:
                 flush_needed = False
         if self.on_append is not None:
             self.on_append()
-        return AppendResult(first_offset, offset - 1, now_ms if log_append else -1, self.log_start_offset,
-                            num_records, flush_needed)
+        pending.result = AppendResult(pending.first_offset, offset - 1, pending.log_append_time_ms,
+                                      self.log_start_offset, pending.num_records, flush_needed)
+        return pending.result
+
+    def _settle(self) -> None:
+        """Finish the append whose bytes may be being written in a worker thread before anything
+        else changes this log (waiting for the write, holding the calling thread: the broker
+        lets a large write end before it changes the log otherwise; this is the rule's guard)."""
+        pending = self._pending
+        if pending is not None:
+            try:
+                self.finish_append(pending)
+            except Exception:
+                pass  # the append's own caller gets the error from finish_append
 
     def append_as_follower(self, records, now_ms: int | None = None) -> int:
         """Append batches that already have their offsets and leader epochs, as they are in the
@@ -563,6 +661,7 @@ class UnifiedLog:
         compaction leaves, are kept); producer state, the aborted transactions' index and the
         leader epoch cache follow them as recovery rebuilds them. Returns the bytes appended.
         Called from a worker thread: nothing else touches a future replica meanwhile."""
+        self._settle()
         if self._closed:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Log {self.name} is closed")
         if now_ms is None:
@@ -621,6 +720,7 @@ class UnifiedLog:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at ``offset`` (a copy whose source's log start
         offset passed its end: Kafka's ``truncateFullyAndStartAt``)."""
+        self._settle()
         self._truncate_fully_and_start_at(offset)
 
     def _should_roll(self, seg: LogSegment, size: int, max_ts: int, max_offset: int, now_ms: int) -> bool:
@@ -636,6 +736,7 @@ class UnifiedLog:
 
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the log end offset (Kafka's ``roll``)."""
+        self._settle()
         new_base = self.next_offset
         active = self.active_segment
         if active.base_offset == new_base:
@@ -769,6 +870,7 @@ class UnifiedLog:
 
     def expire_producers(self, now_ms: int, expiration_ms: int) -> int:
         """``producer.id.expiration.ms``: drop idle producers without an open transaction."""
+        self._settle()
         return self.producer_state.remove_expired_producers(now_ms, expiration_ms)
 
     def _rebuild_producer_state(self, snapshots: list[int] | None = None) -> None:
@@ -866,6 +968,7 @@ class UnifiedLog:
     def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> None:
         """Put ``new_segment`` where the adjacent ``old_segments`` were (in memory only: the
         cleaner has already swapped the files; Kafka's ``replaceSegments``)."""
+        self._settle()
         dead = {id(s) for s in old_segments}
         at = next(i for i, s in enumerate(self.segments) if id(s) in dead)
         rest = [s for s in self.segments if id(s) not in dead]
@@ -883,6 +986,7 @@ class UnifiedLog:
         """DeleteRecords: advance the log start offset to ``offset`` (persisted through
         ``on_log_start_offset_change``) and delete whole segments below it.
         OFFSET_OUT_OF_RANGE if ``offset`` > high watermark. Returns the new log start offset."""
+        self._settle()
         if offset > self.high_watermark:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"Cannot increment the log start offset to {offset} of partition {self.name} "
@@ -900,6 +1004,7 @@ class UnifiedLog:
         """Retention (Kafka's ``deleteOldSegments``): by log start offset always; by
         retention.bytes and retention.ms when cleanup.policy includes delete.
         Returns the number of segments deleted."""
+        self._settle()
         if now_ms is None:
             now_ms = int(time.time() * 1000)
         n = self._delete_log_start_offset_breached_segments()
@@ -974,6 +1079,7 @@ class UnifiedLog:
 
     def truncate_to(self, offset: int) -> None:
         """Remove everything at and after ``offset`` (whole batches; Kafka's ``truncateTo``)."""
+        self._settle()
         if offset >= self.next_offset:
             return
         if offset <= self.segments[0].base_offset:
@@ -1037,6 +1143,7 @@ class UnifiedLog:
         return now_ms - self._last_flush_ms >= self.config.flush_ms and self.recovery_point < self.next_offset
 
     def close(self) -> None:
+        self._settle()
         if self._closed:
             return
         self.producer_state.take_snapshot(self.next_offset, sync=True)
@@ -1063,6 +1170,19 @@ class UnifiedLog:
     def __repr__(self) -> str:
         return (f"UnifiedLog({self.name}, logStartOffset={self.log_start_offset}, "
                 f"logEndOffset={self.next_offset}, segments={len(self.segments)})")
+
+
+def _header_copy(buf, pos: int) -> bytearray:
+    """A copy of the header of the batch at ``pos``, to change it without changing ``buf``."""
+    return bytearray(memoryview(buf)[pos:pos + rec.HEADER_SIZE])
+
+
+def _seal(head: bytearray, buf, pos: int) -> None:
+    """Set the CRC of ``head`` (a changed copy of the header of the batch at ``pos`` in ``buf``)
+    to that of the batch it will head: the copy's attributes to its end, then the records."""
+    size = rec.parse_header(head, 0).size
+    crc = rec.crc32c(memoryview(head)[rec.ATTRIBUTES_OFFSET:])
+    struct.pack_into(">I", head, rec.CRC_OFFSET, rec.crc32c(memoryview(buf)[pos + rec.HEADER_SIZE:pos + size], crc))
 
 
 def _max_timestamp(seg: LogSegment) -> int:

@@ -235,21 +235,32 @@ class LogSegment:
         """
         if not size:
             return
+        self.write(parts, size)
+        self.appended(size, batches)
+
+    def write(self, parts: list, size: int) -> None:
+        """The bytes of :meth:`append` alone, at the file's end: the step that may run in a
+        worker thread while the owner of the log runs on (nothing reads past ``size``, which
+        :meth:`appended` moves once the bytes are whole). A failed write is undone."""
         if self._file is None:
             self.open_for_append()
-        fd = self._file.fd
+        handle = self._file  # held across the write: a close meanwhile cannot close its fd
         physical = self.size
-        if physical == 0 and batches:
-            self._rolling_based_timestamp = batches[0][3]
         try:
-            _write_all(fd, parts, size)
+            _write_all(handle.fd, parts, size)
         except OSError as e:
             # undo a partial write so the file keeps whole batches only
             try:
-                os.ftruncate(fd, physical)
+                os.ftruncate(handle.fd, physical)
             except OSError:
                 pass
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"Error appending to {self.log_path}: {e}") from e
+
+    def appended(self, size: int, batches: list[tuple[int, int, int, int]]) -> None:
+        """The rest of :meth:`append` once its bytes are written: size, indexes, next offset."""
+        physical = self.size
+        if physical == 0 and batches:
+            self._rolling_based_timestamp = batches[0][3]
         interval = self.index_interval_bytes
         for bpos, batch_size, last_offset, max_ts in batches:
             if max_ts > self.max_timestamp_so_far:

@@ -109,8 +109,8 @@ MUTATIONS: list[Mutation] = [
     # ------------------------------------------------------------------ storage
     Mutation("stored-log-append-time-hour-early", "storage",
              "a LogAppendTime topic stores a stamp an hour before the one the Produce answer gives",
-             "UnifiedLog.append", "rec.set_log_append_time(buf, pos, now_ms)",
-             f"rec.set_log_append_time(buf, pos, now_ms - {HOUR_MS})",
+             "UnifiedLog.begin_append", "rec.set_log_append_time(target, at, now_ms)",
+             f"rec.set_log_append_time(target, at, now_ms - {HOUR_MS})",
              first=("produce_validation/log_append_time", "idempotence/log_append_time", "list_offsets/log_append")),
     Mutation("last-stable-offset-one-too-high", "storage",
              "with a transaction open, the last stable offset is one past the transaction's first offset: a "
