@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 
 from .dsl import (NAMED_HOST, NAMED_LISTENER, SASL_USERS, admin_only, log_dirs_setting, named_listener,
                   sasl_listener_settings, secured, ssl_listener_settings)
