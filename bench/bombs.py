@@ -43,7 +43,7 @@ from adversarial import batches as bad  # noqa: E402
 from adversarial.bystander import Bystander  # noqa: E402
 from brokers import (Minikafka, PrivateKafka, cpu_seconds, kafka_home, listener_pid,  # noqa: E402
                      metadata_lists_broker, split_hostport)
-from minikafka.broker.tools.wire import WireClient  # noqa: E402
+from minikafka.admin.wire import WireClient  # noqa: E402
 from minikafka.protocol import records as rec  # noqa: E402
 from minikafka.protocol import schema  # noqa: E402
 

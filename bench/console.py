@@ -36,7 +36,7 @@ sys.path.insert(0, ROOT)  # this checkout's minikafka (the wire client), as the 
 import workloads as w  # noqa: E402
 from brokers import Minikafka, cpu_seconds, rss_mb  # noqa: E402
 
-from minikafka.broker.tools.wire import WireClient  # noqa: E402
+from minikafka.admin.wire import WireClient  # noqa: E402
 from minikafka.protocol import records as rec  # noqa: E402
 
 

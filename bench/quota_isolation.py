@@ -92,7 +92,7 @@ def _noisy(bootstrap: str, topic: str, seconds: float, out) -> None:
 
 
 def _set_quota(bootstrap: str, value: float | None) -> None:
-    from minikafka.broker.tools.wire import WireClient
+    from minikafka.admin.wire import WireClient
     with WireClient.to(bootstrap) as c:
         r = c.request(49, 1, {"validate_only": False, "entries": [{
             "entity": [{"entity_type": "client-id", "entity_name": "noisy"}],

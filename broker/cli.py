@@ -19,12 +19,13 @@ import sys  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 
 SUBCOMMANDS = {
-    "healthcheck": "minikafka.broker.tools.healthcheck",
-    "transactions": "minikafka.broker.tools.transactions",
+    # clients of a running broker (admin/), and the offline tools on its data dirs (broker/tools/)
+    "healthcheck": "minikafka.admin.healthcheck",
+    "transactions": "minikafka.admin.transactions",
     "dump-log": "minikafka.broker.tools.dump_log",
-    "configs": "minikafka.broker.tools.configs",
-    "acls": "minikafka.broker.tools.acls",
-    "features": "minikafka.broker.tools.features",
+    "configs": "minikafka.admin.configs",
+    "acls": "minikafka.admin.acls",
+    "features": "minikafka.admin.features",
     "format": "minikafka.broker.tools.format",
     # a client application (console/, extra "console"), imported only when asked for
     "console": "minikafka.console.cli",

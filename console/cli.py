@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
         print(f"minikafka console needs the console extra ({e.name} is missing): "
               f"pip install 'minikafka[console]'", file=sys.stderr)
         return 2
-    from minikafka.broker.tools.wire import read_command_config
+    from minikafka.admin.wire import read_command_config
     try:
         properties = read_command_config(args.command_config)
     except (OSError, ValueError) as e:  # (the broker config's ConfigError is a ValueError)

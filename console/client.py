@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from minikafka.broker.tools.wire import WireClient, connect
+from minikafka.admin.wire import WireClient, connect
 from minikafka.protocol import schema
 from minikafka.protocol.errors import MESSAGES, ErrorCode
 

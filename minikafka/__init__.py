@@ -3,7 +3,7 @@
 One import name; the layers are its subpackages, each importing only the ones below it:
 
 * :mod:`minikafka.broker`      -- trio server, request dispatch (one handler module per
-  Kafka API), configuration, the ``minikafka`` command and its operator tools
+  Kafka API), configuration, the ``minikafka`` command and its offline tools (format, dump-log)
 * :mod:`minikafka.coordinator` -- transaction coordinator, group coordinator, producer ids
 * :mod:`minikafka.storage`     -- partition logs in Kafka's on-disk format, indexes,
   producer state, recovery
@@ -12,6 +12,8 @@ One import name; the layers are its subpackages, each importing only the ones be
   source (extra ``minikafka[spark]``)
 * :mod:`minikafka.console`     -- ``minikafka console``, the web console: a client of any
   Kafka cluster (extra ``minikafka[console]``)
+* :mod:`minikafka.admin`       -- the operator commands that talk to a broker over Kafka's
+  protocol (acls, configs, features, transactions, healthcheck) and their wire client
 * :mod:`minikafka.testing`     -- the pytest plugin: the ``minikafka_broker`` fixture
 
 ``python -m minikafka`` (or the ``minikafka`` command) runs the broker.

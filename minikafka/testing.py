@@ -70,10 +70,10 @@ import pytest
 import minikafka
 
 if TYPE_CHECKING:
-    from minikafka.broker.tools.wire import WireClient
+    from minikafka.admin.wire import WireClient
 
 # pytest loads this module in every run of a venv holding minikafka: the Kafka-protocol
-# modules (minikafka.broker.tools.wire, minikafka.protocol) are imported when first used
+# modules (minikafka.admin.wire, minikafka.protocol) are imported when first used
 
 # the console's one ready line: "minikafka console ready: http://127.0.0.1:PORT/"
 CONSOLE_READY_RE = re.compile(r"minikafka console ready: (http://\S+/)")
@@ -581,7 +581,7 @@ def read_records(bootstrap: str, topic: str, isolation: str = "read_committed",
     in (partition, offset) order: from the log start to the last stable offset
     (read_committed: no open or aborted transaction's record) or the high watermark, without
     control records. Each partition is read from its leader; any Kafka answers this."""
-    from minikafka.broker.tools.wire import WireClient
+    from minikafka.admin.wire import WireClient
     if isolation not in ISOLATION:
         raise ValueError(f"isolation must be one of {', '.join(ISOLATION)}, not {isolation!r}")
     clients: dict[str, WireClient] = {}
@@ -697,7 +697,7 @@ def minikafka_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
     named by ``--minikafka-bootstrap``. See :mod:`minikafka.testing`."""
     external = _external(request.config)
     if external:
-        from minikafka.broker.tools.wire import WireClient
+        from minikafka.admin.wire import WireClient
         try:
             with WireClient.to(external, timeout=10) as c:
                 c.request(18, 0, {})

@@ -43,7 +43,7 @@ KAFKA_CLIENTS_VERSION = "4.1.0"
 
 def transaction_state(bootstrap: str, transactional_id: str) -> str:
     """The coordinator's state of a transactional id (DescribeTransactions), "" if unknown."""
-    from minikafka.broker.tools.wire import WireClient
+    from minikafka.admin.wire import WireClient
     with WireClient.to(bootstrap) as c:
         return c.request(65, 0, {"transactional_ids": [transactional_id]}).transaction_states[0].transaction_state
 

@@ -1,10 +1,10 @@
-"""Test conveniences on top of minikafka.broker.tools.wire.WireClient, for exact frames that
+"""Test conveniences on top of minikafka.admin.wire.WireClient, for exact frames that
 real clients never send (duplicates, gaps, stale epochs, malformed input)."""
 from __future__ import annotations
 
 import time
 
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 from minikafka.protocol import records as rec
 
 

@@ -674,7 +674,7 @@ class Campaign:
 
     # ---------------------------------------------------------------- admin
     def wire(self):
-        from minikafka.broker.tools.wire import WireClient
+        from minikafka.admin.wire import WireClient
         return WireClient.to(self.broker.bootstrap, timeout=15, client_id="chaos")
 
     def create_topic(self) -> None:

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from minikafka.broker.tools.wire import WireClient  # noqa: E402
+from minikafka.admin.wire import WireClient  # noqa: E402
 from minikafka.testing import BrokerProcess, wait_until  # noqa: E402
 
 TOPIC = "moving"

@@ -106,6 +106,16 @@ MUTATIONS: list[Mutation] = [
              if api_key == 60:
                  out.write(b"\\x00")
              """, first=("cluster_apis/describe_cluster",)),
+    Mutation("record-run-skips-header-count", "protocol",
+             "in a run of alike records (the record walk's fast path) a record whose header count is not 0 "
+             "passes unread: a batch no consumer can read is stored",
+             "protocol/record_walk.py::_run", "if column(pos - 1) != bytes(k):\n    return -1", "pass",
+             tests=("tests/unit/test_record_walk.py::test_runs_agree_with_record_by_record_parsing_whatever_byte_is_changed",)),
+    Mutation("uncompressed-trailing-bytes-accepted", "protocol",
+             "bytes after the last record an uncompressed batch counts are stored (Kafka: INVALID_RECORD, "
+             "records still remaining)",
+             "protocol/record_walk.py::walk_records", "if p != end:\n    raise _remaining()", "pass",
+             first=("record_validation/",)),
     # ------------------------------------------------------------------ storage
     Mutation("stored-log-append-time-hour-early", "storage",
              "a LogAppendTime topic stores a stamp an hour before the one the Produce answer gives",

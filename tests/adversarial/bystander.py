@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 
-from minikafka.broker.tools.wire import connect
+from minikafka.admin.wire import connect
 from minikafka.protocol import records as rec
 
 # retriable answers a well-behaved client retries after a short back-off

@@ -18,7 +18,7 @@ from pathlib import Path
 from conformance.dsl import SECURED
 from conformance.kafka_reference import KafkaCluster, unavailable_reason
 from minikafka.broker.security.sasl import salted_password
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 
 from .probes import PROBES, USERS, run
 

@@ -10,7 +10,7 @@ import pytest
 
 from conformance.dsl import sasl_listener_settings
 from harness import BrokerProcess, free_port
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 
 from .probes import PROBES, USERS, run
 from .record_probes import BROKER, add_scram_user

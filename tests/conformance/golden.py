@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from .kafka_reference import KAFKA_VERSION
-from .normalize import flatten
+from .normalize import flatten, order_free
 
 GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
 
@@ -72,8 +72,10 @@ def compare(scenario, kafka_steps: list[dict], our_steps: list[dict], difference
             if step_differs is not None:
                 decls += [(step_differs.reason, p, want) for p, want in step_differs.ours.items()]
             decls += declared_differences(k["request"]["api"], k["response"])
-        kafka_flat, ours_flat = flatten(k["response"]), flatten(o["response"])
-        for path, kv, ov in differences(k["response"], o["response"]):
+        api = k["request"]["api"]
+        kafka_resp, our_resp = order_free(api, k["response"]), order_free(api, o["response"])
+        kafka_flat, ours_flat = flatten(kafka_resp), flatten(our_resp)
+        for path, kv, ov in differences(kafka_resp, our_resp):
             if any(_under(path, p) for _, p, _ in decls):
                 continue
             out.append(f"{where}: field {path}: Kafka {kv!r}, minikafka {ov!r}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 
 from .dsl import (NAMED_HOST, NAMED_LISTENER, SASL_USERS, admin_only, log_dirs_setting, named_listener,
                   sasl_listener_settings, secured, ssl_listener_settings)
@@ -180,6 +181,45 @@ class KafkaNode:
         except (OSError, ConnectionError):
             return False
 
+    def await_epoch_truncations_written(self, timeout: float = 60) -> None:
+        """Wait until every partition's leader-epoch-checkpoint file names no offset below the
+        partition's log start offset. Kafka truncates a leader epoch cache from its start
+        (DeleteRecords, retention) in memory and writes the file later on its scheduler
+        (LeaderEpochFileCache.truncateFromStartAsyncFlush), so a kill -9 right after would race
+        that write: after the restart ListOffsets(earliest) names the first batch's epoch when
+        the old file survived, -1 when the truncated one did. The golden files hold the latter."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = self._untruncated_epoch_files()
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kafka node {self.node_id}: leader-epoch-checkpoint of {', '.join(pending)} "
+                                   f"still names offsets below the log start offset after {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def _untruncated_epoch_files(self) -> list[str]:
+        first: dict[tuple[str, int], int] = {}   # (topic, partition) -> lowest start offset in its file
+        for f in self.data.glob("**/leader-epoch-checkpoint"):
+            m = re.fullmatch(r"(.+)-(\d+)", f.parent.name)
+            if m is None or m.group(1).startswith("__cluster_metadata"):
+                continue
+            lines = f.read_text().split("\n")[2:]   # version, count, then "epoch start_offset" lines
+            offsets = [int(line.split()[1]) for line in lines if line.strip()]
+            if offsets:
+                first[(m.group(1), int(m.group(2)))] = min(offsets)
+        if not first:
+            return []
+        topics: dict[str, list[int]] = {}
+        for t, p in first:
+            topics.setdefault(t, []).append(p)
+        with WireClient("127.0.0.1", self.port) as c:
+            answer = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+                {"name": t, "partitions": [{"partition_index": p, "timestamp": -2, "current_leader_epoch": -1}
+                                           for p in ps]} for t, ps in topics.items()]})
+        return [f"{t.name}-{p.partition_index}" for t in answer.topics for p in t.partitions
+                if p.error_code == 0 and first.get((t.name, p.partition_index), p.offset) < p.offset]
+
     def stop(self, kill: bool = False, timeout: float = 60) -> None:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = None
@@ -247,6 +287,8 @@ class KafkaCluster:
             time.sleep(0.2)
 
     def restart(self, kill: bool) -> None:
+        if kill:
+            self.node1.await_epoch_truncations_written()
         self.node1.stop(kill=kill)
         self.node1.start(timeout=180)
 

@@ -15,7 +15,7 @@ import struct
 import time
 import uuid
 
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 from minikafka.coordinator.hashing import partition_for
 from minikafka.protocol import records as rec
 from minikafka.protocol import schema
@@ -35,7 +35,7 @@ def open_main(bootstrap: str, timeout: float = 10.0, client_id: str = "minikafka
     sasl = ADMIN_LOGIN.get(bootstrap)
     if sasl is None:
         return WireClient.to(bootstrap, timeout=timeout, client_id=client_id)
-    from minikafka.broker.tools.wire import connect
+    from minikafka.admin.wire import connect
     from .dsl import SASL_USERS
     return connect(sasl, {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                           "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -311,7 +311,7 @@ class Run:
         c = self.conns.get(name)
         if c is None:
             if name.startswith("sasl:"):  # a principal of a secured scenario (dsl.SECURED)
-                from minikafka.broker.tools.wire import connect
+                from minikafka.admin.wire import connect
                 from .dsl import SASL_USERS
                 user = name[len("sasl:"):]
                 c = self.conns[name] = connect(self.target.sasl_bootstrap, {
@@ -339,7 +339,7 @@ class Run:
             elif name == "ssl" or name.startswith("ssl:"):
                 # TLS, without a client certificate ("ssl": User:ANONYMOUS) or with one ("ssl:alice",
                 # subject CN=alice: User:alice); certs.py
-                from minikafka.broker.tools.wire import connect
+                from minikafka.admin.wire import connect
                 from .certs import material
                 props = {"security.protocol": "SSL", "ssl.truststore.location": str(material().ca)}
                 if name.startswith("ssl:"):
@@ -356,7 +356,7 @@ class Run:
         """A connection logged in with a delegation token. Kafka's brokers learn of a new token
         from the metadata log a moment after CreateDelegationToken answers: retried until then."""
         import base64
-        from minikafka.broker.tools.wire import connect
+        from minikafka.admin.wire import connect
         props = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
                  "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
                                      f'username="{token.token_id}" password="{base64.b64encode(token.hmac).decode()}" '

@@ -10,7 +10,7 @@ import base64
 import pytest
 
 from harness import free_port, wait_until
-from minikafka.broker.tools.wire import WireClient, connect
+from minikafka.admin.wire import WireClient, connect
 
 USERS = {"alice": "alice-secret", "admin": "admin-secret"}
 TOPIC, GROUP, CLUSTER = 2, 3, 4

@@ -8,7 +8,7 @@ import pytest
 
 # what every user test file below starts with: a raw transactional producer is enough
 PRELUDE = '''
-from minikafka.broker.tools.wire import WireClient
+from minikafka.admin.wire import WireClient
 from minikafka.protocol import records as rec
 
 def create(bootstrap, topic, partitions=2):
@@ -102,7 +102,7 @@ def test_first_start_moves_to_another_port_when_its_free_port_was_taken(tmp_path
     import socket
 
     from minikafka import testing
-    from minikafka.broker.tools.wire import WireClient
+    from minikafka.admin.wire import WireClient
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()

@@ -249,7 +249,7 @@ def test_scram_credentials_api_and_durability(secured):
 def scram_login(c: SockClient, user: str, password: str, mechanism: str) -> int:
     """A client-side RFC 5802 exchange; the error code of the last SaslAuthenticate."""
     import base64
-    from minikafka.broker.tools.wire import scram_client_final
+    from minikafka.admin.wire import scram_client_final
     assert c.request(17, 1, {"mechanism": mechanism}).error_code == 0
     nonce = base64.b64encode(secrets.token_bytes(12)).decode()
     first_bare = f"n={user},r={nonce}"

@@ -8,7 +8,8 @@ is relative inside its own layer. minikafka.testing (the pytest plugin) starts t
 a subprocess: of the broker layer it imports only the wire client. The console (console/,
 ``minikafka.console``) is a client application: it uses Kafka's protocol, the wire client and
 the transaction log's record decoder, nothing of the broker, its storage or its
-coordinators' logic; and the broker never imports it."""
+coordinators' logic; and the broker never imports it. The operator commands over the wire
+(admin/, ``minikafka.admin``) are clients too: the broker never imports them."""
 from __future__ import annotations
 
 import ast
@@ -90,24 +91,42 @@ def test_protocol_is_sans_io():
         assert not mods & {"socket", "trio", "asyncio", "selectors"}, path
 
 
+def _outside(mods: set[str], *own: str) -> set[str]:
+    """The modules of minikafka in ``mods`` other than protocol's and the ``own`` packages'."""
+    return {m for m in mods if m.startswith(f"{PACKAGE}.") and m.split(".")[1] not in ("protocol", *own)}
+
+
 def test_the_pytest_plugin_runs_the_broker_as_a_subprocess():
-    mods = imports_of(ROOT / PACKAGE / "testing.py")
-    inside = {m for m in mods if layer_of(m) in ("broker", "coordinator", "storage")}
-    assert inside == {"minikafka.broker.tools.wire"}, inside
+    assert _outside(imports_of(ROOT / PACKAGE / "testing.py")) == {"minikafka.admin.wire"}
 
 
-# what the console may import of the layers (the client-side code)
-CONSOLE_MAY_IMPORT = {"minikafka.broker.tools.wire", "minikafka.coordinator.transaction.state"}
+# what the console may import besides protocol (client-side code, the transaction log's decoder)
+CONSOLE_MAY_IMPORT = {"minikafka.admin.wire", "minikafka.coordinator.transaction.state"}
+# what the operator commands may import of the broker: the definitions both sides must read
+# alike (a properties file, SCRAM, ACL and quota names, feature levels), none of its machinery
+ADMIN_MAY_IMPORT = {"minikafka.broker.config", "minikafka.broker.security.sasl",
+                    "minikafka.broker.security.authorizer", "minikafka.broker.quotas", "minikafka.broker.features"}
+
+
+def _users_of(package: str) -> list[str]:
+    return [f"{p.relative_to(ROOT)} imports {m}" for layer in LAYERS for p in python_files(layer)
+            for m in imports_of(p) if m == f"{PACKAGE}.{package}" or m.startswith(f"{PACKAGE}.{package}.")]
 
 
 def test_the_console_is_a_client():
     inside = set()
     for path in python_files("console"):
-        inside |= {m for m in imports_of(path) if layer_of(m) and layer_of(m) != "protocol"}
+        inside |= _outside(imports_of(path), "console")
     assert inside == CONSOLE_MAY_IMPORT, inside
-    users = [f"{p.relative_to(ROOT)} imports {m}" for layer in LAYERS for p in python_files(layer)
-             for m in imports_of(p) if m.startswith(f"{PACKAGE}.console")]
-    assert not users
+    assert not _users_of("console")
+
+
+def test_the_operator_commands_are_clients():
+    inside = set()
+    for path in python_files("admin"):
+        inside |= _outside(imports_of(path), "admin")
+    assert inside <= ADMIN_MAY_IMPORT, inside - ADMIN_MAY_IMPORT
+    assert not _users_of("admin")
 
 
 def test_one_import_name():

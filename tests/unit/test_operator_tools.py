@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from minikafka.broker.tools import dump_log
-from minikafka.broker.tools.transactions import pretty_print_table
+from minikafka.admin.transactions import pretty_print_table
 from minikafka.protocol import records as rec
 
 ROOT = Path(__file__).resolve().parents[2]

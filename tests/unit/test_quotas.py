@@ -7,7 +7,7 @@ import pytest
 
 from minikafka.broker.quotas import (DEFAULT, ClientQuotaManager, ClientRequestQuotaManager, ConnectionQuotas,
                                      DescribeError, Rate, alter_client_quotas, describe_client_quotas, ip_literal)
-from minikafka.broker.tools.configs import java_double
+from minikafka.admin.configs import java_double
 from minikafka.storage.dynamic_config import ClientQuotaStore, entity_key
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import gzip
 import struct
 
+import hypothesis
 import pytest
 import trio
+from hypothesis import strategies as st
 
 from minikafka.broker.stepper import Stepper
 from minikafka.protocol import compression
@@ -282,3 +284,57 @@ def test_a_zstd_frame_with_a_large_window_starts_in_a_worker_thread():
     assert not inf.heavy
     assert sum(len(c) for c in iter(lambda: inf.read(1 << 20), b"")) == 20 << 20
     assert not compression.inflater(4, compression.compress(4, bytes(20 << 20))).heavy
+
+
+# The walk's runs (record_walk._run) must find exactly what parsing every record one by one
+# finds: the same summary, the same stopping point, the same error. Batches as clients write
+# them (alike records, the layout changing where an offset delta or timestamp delta widens),
+# then broken at random places.
+
+def _section(count: int, value_size: int, key: bool, ts_step: int, headers_every: int) -> bytes:
+    rs = [rec.Record(None, (i * ts_step) % 20_000, b"k" if key else None, bytes([i % 251]) * value_size,
+                     [("h", b"v")] if headers_every and i % headers_every == headers_every - 1 else ())
+          for i in range(count)]
+    return rec.build_batch(rs)[rec.HEADER_SIZE:]
+
+
+def _outcome(scan, data: bytes, end: int, stop: int):
+    s = rw.RecordSummary()
+    try:
+        pos, i = scan(data, 0, end, 0, stop, s)
+    except KafkaError as e:
+        return type(e).__name__, e.code, e.message
+    return pos, i, s.lo, s.hi, s.keyless, s.ordered
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(count=st.integers(1, 300), value_size=st.sampled_from([0, 1, 5, 60, 200]), key=st.booleans(),
+                  ts_step=st.sampled_from([0, 1, 3, 40, 70]), headers_every=st.sampled_from([0, 0, 7, 150]),
+                  edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=3),
+                  cut=st.floats(0, 1), stop_short=st.integers(0, 20))
+def test_runs_find_what_record_by_record_parsing_finds(count, value_size, key, ts_step, headers_every, edits,
+                                                        cut, stop_short):
+    data = bytearray(_section(count, value_size, key, ts_step, headers_every))
+    for where, byte in edits:
+        data[int(where * len(data))] = byte
+    data = bytes(data)
+    end = len(data) if cut > 0.8 else int(cut / 0.8 * len(data))
+    stop = max(1, count - stop_short)
+    assert _outcome(rw._scan, data, end, stop) == _outcome(rw._scan_records, data, end, stop)
+
+
+def test_runs_cross_the_offset_delta_widths():
+    # 9,000 alike records: offset deltas of 1, 2 and 3 bytes, runs cut at 64 and 8192
+    data = _section(9000, 3, False, 0, 0)
+    assert _outcome(rw._scan, data, len(data), 9000) == _outcome(rw._scan_records, data, len(data), 9000)
+    assert _outcome(rw._scan, data, len(data), 9000)[:2] == (len(data), 9000)
+
+
+@pytest.mark.parametrize("key", [False, True])
+def test_runs_agree_with_record_by_record_parsing_whatever_byte_is_changed(key):
+    good = _section(80, 2, key, 3, 0)       # offset deltas widen at 64; each record about 10 bytes
+    for at in range(len(good)):
+        for byte in {0x00, 0x01, 0x7F, 0x80, 0xFF, good[at] ^ 0x02}:
+            data = good[:at] + bytes([byte]) + good[at + 1:]
+            assert _outcome(rw._scan, data, len(data), 80) == _outcome(rw._scan_records, data, len(data), 80), \
+                (at, byte)

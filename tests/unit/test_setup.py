@@ -72,7 +72,7 @@ def test_the_start_path_leaves_what_the_first_requests_do_not_need():
     imported = set(r.stdout.split())
     lazy = {"gzip", "lz4", "zstandard", "snappy", "cramjam", "crc32c", "prometheus_client",
             "concurrent.futures", "minikafka.storage.cleaner", "minikafka.broker.metrics",
-            "minikafka.broker.tools.dump_log", "minikafka.broker.tools.transactions",
+            "minikafka.broker.tools.dump_log", "minikafka.admin.transactions",
             # the web console: a client application, imported by its subcommand only
             "minikafka.console", "minikafka.console.cli", "minikafka.console.app",
             # SSL and SASL listeners only; partition logs (none in an empty data dir); argparse

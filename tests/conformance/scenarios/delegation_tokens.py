@@ -14,7 +14,7 @@ import base64
 import secrets
 from dataclasses import dataclass
 
-from minikafka.broker.tools.wire import WireClient, scram_client_final
+from minikafka.admin.wire import WireClient, scram_client_final
 
 from ..dsl import PRESENT, TOKENS, TOKENS_NO_SECRET, Call, Scenario, batch, call, produce, ref, restart
 from .acls import acl, create_acls

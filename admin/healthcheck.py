@@ -43,7 +43,7 @@ def _probe_address(host: str, port: int) -> str:
 
 
 def own_cluster_id(log_dirs: list[str]) -> str | None:
-    from ..config import read_properties, ConfigError
+    from minikafka.broker.config import read_properties, ConfigError
     for d in log_dirs:
         path = os.path.join(d, "meta.properties")
         if os.path.exists(path):
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
             return 1
         print(f"healthy: {address} serves {apis} APIs")
         return 0
-    from ..config import BrokerConfig, ConfigError
+    from minikafka.broker.config import BrokerConfig, ConfigError
     try:
         config = BrokerConfig.load(args.config, args.override)
     except ConfigError as e:

@@ -36,9 +36,9 @@ from decimal import Decimal
 
 from minikafka.protocol.errors import MESSAGES, ErrorCode
 
-from ..config import ConfigError
-from ..quotas import IP_KEYS, USER_AND_CLIENT_KEYS, ip_literal, normalized_address
-from ..security.sasl import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
+from minikafka.broker.config import ConfigError
+from minikafka.broker.quotas import IP_KEYS, USER_AND_CLIENT_KEYS, ip_literal, normalized_address
+from minikafka.broker.security.sasl import SCRAM_HASHES, SCRAM_MIN_ITERATIONS, salted_password
 from .wire import connect, read_command_config
 
 API_DESCRIBE_QUOTAS, API_ALTER_QUOTAS = 48, 49

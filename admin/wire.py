@@ -103,7 +103,7 @@ def connect(bootstrap: str, properties: dict[str, str] | None = None, timeout: f
 def _sasl_login(client: WireClient, mechanism: str, jaas: str) -> None:
     import base64
     import secrets
-    from ..security.sasl import SCRAM_HASHES, parse_jaas
+    from minikafka.broker.security.sasl import SCRAM_HASHES, parse_jaas
     try:
         _, options = parse_jaas(jaas)
     except ValueError as e:
@@ -141,7 +141,7 @@ def scram_client_final(mechanism: str, password: str, first_bare: str, server_fi
     import base64
     import hashlib
     import hmac
-    from ..security.sasl import SCRAM_HASHES
+    from minikafka.broker.security.sasl import SCRAM_HASHES
     h = SCRAM_HASHES[mechanism]
     attrs = dict(kv.split("=", 1) for kv in server_first.split(","))
     salted = hashlib.pbkdf2_hmac(h().name, password.encode(), base64.b64decode(attrs["s"]), int(attrs["i"]))
@@ -157,5 +157,5 @@ def scram_client_final(mechanism: str, password: str, first_bare: str, server_fi
 def read_command_config(path: str | None) -> dict[str, str]:
     if not path:
         return {}
-    from ..config import read_properties
+    from minikafka.broker.config import read_properties
     return read_properties(path)

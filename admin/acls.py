@@ -19,8 +19,8 @@ import sys
 
 from minikafka.protocol.errors import MESSAGES, ErrorCode
 
-from ..config import ConfigError
-from ..security.authorizer import CLUSTER_NAME, OP, PATTERN, PERMISSION, RESOURCE
+from minikafka.broker.config import ConfigError
+from minikafka.broker.security.authorizer import CLUSTER_NAME, OP, PATTERN, PERMISSION, RESOURCE
 from .wire import connect, read_command_config
 
 NAMES = {kind: {v: k for k, v in table.items()} for kind, table in
