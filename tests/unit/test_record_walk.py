@@ -330,6 +330,20 @@ def test_runs_cross_the_offset_delta_widths():
     assert _outcome(rw._scan, data, len(data), 9000)[:2] == (len(data), 9000)
 
 
+def test_a_section_too_large_to_copy_is_read_where_it_is_with_the_same_outcome():
+    # an uncompressed section over COPY_AT_ONCE is walked as a memoryview of the request
+    data = _section(9000, 3, True, 0, 0)
+    for at in (None, len(data) // 2, len(data) - 1):
+        changed = data if at is None else data[:at] + bytes([data[at] ^ 0x80]) + data[at + 1:]
+        assert _outcome(rw._scan, memoryview(changed), len(changed), 9000) == \
+            _outcome(rw._scan, changed, len(changed), 9000)
+    records = [rec.Record(None, 0, b"k", bytes([i % 251]) * 300, ()) for i in range(2 * rw.COPY_AT_ONCE // 300)]
+    batch = rec.build_batch(records)
+    assert len(batch) > rw.COPY_AT_ONCE
+    s = walk(memoryview(batch))
+    assert (s.count, s.keyless, s.ordered) == (len(records), 0, True)
+
+
 @pytest.mark.parametrize("key", [False, True])
 def test_runs_agree_with_record_by_record_parsing_whatever_byte_is_changed(key):
     good = _section(80, 2, key, 3, 0)       # offset deltas widen at 64; each record about 10 bytes
