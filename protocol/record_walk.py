@@ -240,7 +240,7 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
         return data[pos + at - first:lim:size]
 
     for at in (*range(first, first + lw), *range(q, q + kw), *range(v, v + vw)):
-        if column(at) != data[at:at + 1] * k:
+        if column(at) != bytes((data[at],)) * k:
             return -1
     if column(pos - 1) != bytes(k):
         return -1

@@ -320,7 +320,9 @@ def test_runs_find_what_record_by_record_parsing_finds(count, value_size, key, t
     data = bytes(data)
     end = len(data) if cut > 0.8 else int(cut / 0.8 * len(data))
     stop = max(1, count - stop_short)
-    assert _outcome(rw._scan, data, end, stop) == _outcome(rw._scan_records, data, end, stop)
+    expected = _outcome(rw._scan_records, data, end, stop)
+    assert _outcome(rw._scan, data, end, stop) == expected
+    assert _outcome(rw._scan, memoryview(data), end, stop) == expected    # (a section too large to copy)
 
 
 def test_runs_cross_the_offset_delta_widths():
