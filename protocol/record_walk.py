@@ -162,20 +162,40 @@ def _scan(data, pos: int, end: int, i: int, stop: int, s: RecordSummary) -> tupl
 
 RUN_MIN = 8          # fewer records left than this are parsed one by one
 RUN_RETRY = 32       # after a record whose layout the next does not share, records parsed one by one
-_OD_WIDTH_ENDS = (64, 8192)   # indexes from which an offset delta's varint takes 2, then 3 bytes
+RUN_MAX = SLICE_RECORDS  # the most records one run covers (the od column tables below are sized for it)
+OD_WIDTH_MAX = 4     # offset deltas (= indexes) of up to 4 varint bytes (indexes below 2**27) form runs
 
 
-def _od_columns(width: int) -> tuple[int, list[bytes]]:
-    """The first index whose offset delta (= its index) is a ``width``-byte varint, and the
-    bytes of those varints for the following indexes, one column per byte."""
-    first = 0 if width == 1 else _OD_WIDTH_ENDS[width - 2]
-    zigzag = [2 * n for n in range(first, _OD_WIDTH_ENDS[width - 1])]
-    if width == 1:
-        return first, [bytes(zigzag)]
-    return first, [bytes(z & 0x7F | 0x80 for z in zigzag), bytes(z >> 7 for z in zigzag)]
+def _od_width_end(width: int) -> int:
+    """The first index whose offset delta (2 * index, zigzag) takes more than ``width`` bytes."""
+    return 1 << (7 * width - 1)
 
 
-_OD_COLUMNS = {1: _od_columns(1), 2: _od_columns(2)}
+def _cycle(period: int, value) -> bytes:
+    return bytes(value(n % period) for n in range(period + RUN_MAX))
+
+
+# the first two bytes of an offset delta's varint repeat with the index: every 64 and 8192 indexes
+_OD_BYTE0 = {True: _cycle(64, lambda n: (2 * n) & 0x7F | 0x80), False: _cycle(64, lambda n: 2 * n)}
+_OD_BYTE1 = {True: _cycle(8192, lambda n: n >> 6 | 0x80), False: _cycle(8192, lambda n: n >> 6)}
+
+
+def _od_column(i: int, k: int, width: int, j: int) -> bytes:
+    """Byte ``j`` of the ``width``-byte varints of the offset deltas of indexes ``i`` to
+    ``i + k - 1`` (each its index), ``k`` at most :data:`RUN_MAX`."""
+    more = j < width - 1
+    if j == 0:
+        return _OD_BYTE0[more][i % 64:i % 64 + k]
+    if j == 1:
+        return _OD_BYTE1[more][i % 8192:i % 8192 + k]
+    # a higher byte changes every 2**(7j - 1) indexes: at most once in a run
+
+    def byte(n: int) -> bytes:
+        return bytes([(n >> (7 * j - 1)) & 0x7F | (0x80 if more else 0)])
+
+    period = 1 << (7 * j - 1)
+    m = period - i % period
+    return byte(i) * k if m >= k else byte(i) * m + byte(i + m) * (k - m)
 
 
 def _varint_width(data, p: int) -> int:
@@ -202,12 +222,9 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
     tw = _varint_width(data, q)
     q += tw                                           # the offset delta: i - 1 if in order
     ow = _varint_width(data, q)
-    if tw > 2 or ow > 2:
-        return -1
-    od_first, od_cols = _OD_COLUMNS[ow]
-    if not od_first < i <= _OD_WIDTH_ENDS[ow - 1] or data[q:q + ow] != bytes(c[i - 1 - od_first] for c in od_cols):
-        return -1                                     # offsets not in order: parsed one by one
-    if i == _OD_WIDTH_ENDS[ow - 1]:
+    if tw > 2 or ow > OD_WIDTH_MAX or data[q:q + ow] != _zigzag(i - 1, 5):
+        return -1                                     # offsets not in order, or wide fields: one by one
+    if i == _od_width_end(ow):
         return 0                                      # the next offset delta is a byte wider
     q += ow                                           # the key length
     kw = _varint_width(data, q)
@@ -217,7 +234,7 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
     vl, _ = _varint(data, v, pos)
     if v + vw + max(vl, 0) != pos - 1 or data[pos - 1]:
         return -1                                     # headers: parsed one by one
-    k = min(stop - i, (end - pos) // size, _OD_WIDTH_ENDS[ow - 1] - i)
+    k = min(stop - i, (end - pos) // size, _od_width_end(ow) - i, RUN_MAX)
     if k <= 0:
         return 0
     lim = pos + k * size
@@ -232,7 +249,7 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
         return -1
     od_at = q - ow - first
     for j in range(ow):
-        if column(first + od_at + j) != od_cols[j][i - od_first:i - od_first + k]:
+        if column(first + od_at + j) != _od_column(i, k, ow, j):
             return -1
     t = first + lw + 1
     if tw == 1:

@@ -320,14 +320,37 @@ def test_runs_find_what_record_by_record_parsing_finds(count, value_size, key, t
     data = bytes(data)
     end = len(data) if cut > 0.8 else int(cut / 0.8 * len(data))
     stop = max(1, count - stop_short)
-    assert _outcome(rw._scan, data, end, stop) == _outcome(rw._scan_records, data, end, stop)
+    expected = _outcome(rw._scan_records, data, end, stop)
+    assert _outcome(rw._scan, data, end, stop) == expected
+    assert _outcome(rw._scan, memoryview(data), end, stop) == expected    # (a section too large to copy)
 
 
 def test_runs_cross_the_offset_delta_widths():
-    # 9,000 alike records: offset deltas of 1, 2 and 3 bytes, runs cut at 64 and 8192
-    data = _section(9000, 3, False, 0, 0)
-    assert _outcome(rw._scan, data, len(data), 9000) == _outcome(rw._scan_records, data, len(data), 9000)
-    assert _outcome(rw._scan, data, len(data), 9000)[:2] == (len(data), 9000)
+    # 17,000 alike records: offset deltas of 1, 2 and 3 bytes (runs cut at 64 and 8192), the third
+    # byte changing inside a run at 16384; in the walk's slices, as walk_records scans them
+    n = 17_000
+    data = _section(n, 3, False, 0, 0)
+    expected = _outcome(rw._scan_records, data, len(data), n)
+    assert expected[:2] == (len(data), n)
+    s = rw.RecordSummary()
+    pos = i = 0
+    while i < n:
+        pos, i = rw._scan(data, pos, len(data), i, min(n, i + rw.SLICE_RECORDS), s)
+    assert (pos, i, s.lo, s.hi, s.keyless, s.ordered) == expected
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_offset_delta_columns_are_the_varints_of_the_indexes(width):
+    first = 0 if width == 1 else rw._od_width_end(width - 1)
+    last = rw._od_width_end(width)
+    for i in {first, first + 1, first + 63, last - 1, last - rw.RUN_MAX, (first + last) // 2, 8191, 16383, 16384}:
+        if not first <= i < last:
+            continue
+        k = min(rw.RUN_MAX, last - i)
+        encoded = [rw._zigzag(n, 5) for n in range(i, i + k)]
+        assert all(len(e) == width for e in encoded)
+        assert [rw._od_column(i, k, width, j) for j in range(width)] == [bytes(e[j] for e in encoded)
+                                                                          for j in range(width)], i
 
 
 def test_a_section_too_large_to_copy_is_read_where_it_is_with_the_same_outcome():
