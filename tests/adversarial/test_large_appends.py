@@ -363,3 +363,24 @@ def test_a_crash_between_the_write_and_the_offsets_loses_nothing_acknowledged(br
         got = values_at(c, topic)
         assert [o for o, _ in got] == list(range(3 + RECORDS))
         assert all(v.startswith(b"crash-") for _, v in got[3:])
+
+
+def test_a_large_batch_checked_off_the_event_loop_gets_kafkas_refusals(broker_factory):
+    """The CRC of a batch over CHECK_IN_STEP_BYTES is checked in a step of its own: a corrupt
+    one is CORRUPT_MESSAGE, one over max.message.bytes MESSAGE_TOO_LARGE, as for a small one."""
+    from minikafka.storage.validator import CHECK_IN_STEP_BYTES
+    b = broker_factory()
+    topic = unique_name("checked")
+    values = [bytes([i]) * (CHECK_IN_STEP_BYTES // 8) for i in range(10)]
+    good = make_batch(values)
+    assert CHECK_IN_STEP_BYTES < len(good) < (8 << 20)
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 1
+    too_large = make_batch(values * 2)
+    with RawClient.to(b.bootstrap, timeout=60) as c:
+        assert c.create_topic(topic, 1, TOPIC_CONFIGS) == 0
+        assert c.produce(topic, 0, bytes(corrupt)).error_code == 2  # CORRUPT_MESSAGE
+        assert c.produce(topic, 0, too_large).error_code == 10      # MESSAGE_TOO_LARGE
+        r = c.produce(topic, 0, good)
+        assert (r.error_code, r.base_offset) == (0, 0), r
+        assert [o for o, _ in values_at(c, topic)] == list(range(len(values)))
