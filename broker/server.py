@@ -234,10 +234,10 @@ class FrameReader:
         self.mapped = frame if isinstance(frame, mmap.mmap) else None
         return frame
 
-    async def _receive_chunks(self, size: int) -> bytes:
+    async def _receive_chunks(self, size: int):
         """Another stream (TLS): the frame's rest read as it comes (a TLS record at a time), each
         chunk charged to the pool once read; no read while the pool is used up. Joined once
-        complete."""
+        complete: from MMAP_FRAME_MIN on, into a mapping, a turn of the event loop at a time."""
         pool = self.pool
         have = len(self.buf) - 4
         chunks = [bytes(memoryview(self.buf)[4:])]
@@ -254,7 +254,20 @@ class FrameReader:
             self.held += len(chunk)
             chunks.append(chunk)
             have += len(chunk)
-        return b"".join(chunks)
+        if size < MMAP_FRAME_MIN:
+            return b"".join(chunks)
+        frame = self.mapped = _frame_buffer(size)
+        at = 0
+        turn = time.perf_counter()
+        chunks.reverse()
+        while chunks:
+            chunk = chunks.pop()  # (each chunk's memory goes as it is copied)
+            frame[at:at + len(chunk)] = chunk
+            at += len(chunk)
+            if time.perf_counter() - turn > self.TURN_SECONDS:
+                await trio.sleep(0)
+                turn = time.perf_counter()
+        return frame
 
 
 class ProtocolViolation(Exception):

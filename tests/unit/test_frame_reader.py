@@ -75,3 +75,26 @@ def test_small_frames_are_bytes_copied_out_of_the_shared_buffer(via):
     assert all(type(f) is bytes for f in frames)
     assert frames == [s[4:] for s in sent]
     assert [struct.unpack_from(">i", f, 4)[0] for f in frames] == list(range(5))
+
+
+def test_a_frame_larger_than_a_mapping_from_another_stream_is_joined_into_one():
+    """A TLS stream's frame comes in chunks; one of MMAP_FRAME_MIN or more is copied into a mapping
+    of its own (a turn of the event loop at a time), not joined in one step: the same bytes, a
+    read-only view, the buffer given back by unmap()."""
+    from minikafka.broker.server import MMAP_FRAME_MIN
+
+    async def main():
+        ours, theirs = trio.testing.memory_stream_pair()
+        reader = FrameReader(ours, MMAP_FRAME_MIN * 2)
+        sent = produce_frame(bytes(range(256)) * (MMAP_FRAME_MIN // 256 + 1), 1)
+        async with ours, theirs, trio.open_nursery() as n:
+            n.start_soon(theirs.send_all, sent)
+            frame = await reader.read_frame()
+            assert isinstance(frame, memoryview) and frame.readonly and frame == sent[4:]
+            buffer = reader.mapped
+            assert buffer is frame.obj
+            frame.release()
+            await reader.unmap()
+            assert reader.mapped is None and buffer.closed
+
+    trio.run(main)
