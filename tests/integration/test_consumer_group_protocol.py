@@ -128,6 +128,10 @@ def test_four_members_join_leave_crash_and_broker_kill(fast_broker, protocol):
             b.start()
             wait_until(lambda: balanced(members, 8), 30, message=lambda: [m.assigned for m in members])
             return
+        # the members have their new partitions; the group is Stable once each has said so in a
+        # heartbeat (until then Reconciling, as Kafka's), at most a heartbeat interval later
+        wait_until(lambda: describe(b.bootstrap, group).group_state == "Stable", 10,
+                   message=lambda: describe(b.bootstrap, group).group_state)
         before = describe(b.bootstrap, group)
         assert before.group_state == "Stable" and len(before.members) == 3
         b.kill()
