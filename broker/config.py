@@ -74,13 +74,6 @@ def _between(lo, hi):
     return check
 
 
-def _buffer_size(v):
-    """A socket buffer size: -1 (the OS default) or a positive size (Java's setSendBufferSize
-    refuses the rest, which fails every connection in Kafka: refused here at start-up)."""
-    if v != -1 and v < 1:
-        raise ValueError("Value must be -1 (the OS default) or at least 1")
-
-
 def _one_of(*choices):
     def check(v):
         if v not in choices:
@@ -178,7 +171,6 @@ DEFS: dict[str, tuple] = {
     "log.cleaner.dedupe.buffer.size": (_int, 134217728, _at_least(1024), "Memory for the cleaner's key map (24 bytes a key, as in Kafka); bounds the keys per round"),
     "message.max.bytes": (_int, 1048588, _at_least(0), "Largest record batch accepted"),
     "socket.request.max.bytes": (_int, 104857600, _at_least(1), "Largest request frame accepted"),
-    "socket.send.buffer.bytes": (_int, 102400, _buffer_size, "SO_SNDBUF of every accepted connection (-1: the OS default): the kernel memory an unread answer may hold; the smaller default also paces a large Fetch answer to the client's reading"),
     "connections.max.idle.ms": (_int, 600000, None, "Close a connection with no I/O for this long (counted from its last bytes read or written; never while its request is handled); negative: never"),
     "queued.max.request.bytes": (_int, 104857600, None, "Memory for requests being read or waiting, in total (minikafka's default bounds it; Kafka's -1, unbounded, is accepted): when used up, large requests are not read until memory is freed. At least socket.request.max.bytes; unset, it follows socket.request.max.bytes if that is larger"),
     "max.connections": (_int, INT_MAX, _at_least(0), "Connections the broker accepts at once; at the limit new ones wait (also per listener: listener.name.<l>.max.connections)"),
@@ -277,10 +269,7 @@ SECURITY_PREFIXES = ("listener.name.", "ssl.", "sasl.", "principal.builder.class
 # Keys Kafka knows that a single-node broker accepts and ignores.
 IGNORED = {
     "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers", "controller.listener.names",
-    "inter.broker.listener.name", "num.network.threads", "num.io.threads",
-    # SO_RCVBUF at Kafka's 100 KB would have one event loop read every 1 MB produce request in
-    # 100 KB steps (the acks=1 and idempotent bench rows 20-30% slower); requests are bounded by
-    # queued.max.request.bytes instead
+    "inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "min.insync.replicas",
     "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",

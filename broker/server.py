@@ -18,7 +18,6 @@ import mmap
 import os
 import re
 import select
-import socket
 import struct
 import termios
 import time
@@ -878,10 +877,6 @@ async def serve_listener(ctx: Context, listener_sock: trio.SocketListener, liste
                 raise
             try:
                 address = stream.socket.getpeername()[0]
-                # Kafka's Acceptor: socket.send.buffer.bytes on every accepted connection
-                send_buffer = ctx.config["socket.send.buffer.bytes"]
-                if send_buffer != -1:
-                    stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
             except OSError:  # gone already
                 stream.socket.close()
                 continue

@@ -5,13 +5,8 @@ Kafka's memory pool does. The bystander keeps working throughout."""
 from __future__ import annotations
 
 import contextlib
-import re
-import shutil
 import ssl
 import struct
-import subprocess
-
-import pytest
 
 from harness import BrokerProcess, free_port, wait_until
 from rawclient import RawClient, make_batch
@@ -91,25 +86,3 @@ def test_a_used_up_pool_stops_large_requests_until_memory_is_freed(tmp_path, bys
         by.wait_progress()
         by.stop()
     by.check()
-
-
-def _server_send_buffers(port: int) -> list[int]:
-    """SO_SNDBUF (the kernel's doubled figure, ``tb`` of ``ss -m``) of the broker's accepted
-    connections on ``port``."""
-    out = subprocess.run(["ss", "-tmnH", "state", "established", f"( sport = :{port} )"], capture_output=True,
-                         text=True, timeout=10, check=True).stdout
-    return [int(m) for m in re.findall(r"\btb(\d+)", out)]
-
-
-@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2) to read a socket's buffer size")
-@pytest.mark.parametrize("setting,expected", [(None, 2 * 102400), ("16384", 2 * 16384)])
-def test_an_unread_answer_holds_at_most_the_send_buffer(tmp_path, setting, expected):
-    """socket.send.buffer.bytes (Kafka's default 100 KB) is every accepted connection's SO_SNDBUF:
-    the kernel memory a client that never reads its answers can hold (Linux doubles the figure)."""
-    b = BrokerProcess(tmp_path / "data", name="sndbuf")
-    if setting is not None:
-        b.overrides = {"socket.send.buffer.bytes": setting}
-    with b, RawClient.to(b.bootstrap) as c:
-        c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
-        wait_until(lambda: _server_send_buffers(b.port), 10)
-        assert _server_send_buffers(b.port) == [expected]

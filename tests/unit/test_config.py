@@ -96,8 +96,6 @@ def test_cli_reports_a_port_in_use_in_one_line(tmp_path):
     (["--override", "metrics.listener=nonsense"],
      "Invalid value nonsense for configuration metrics.listener: Expected host:port (port 0-65535),"
      " or nothing to disable the endpoint"),
-    (["--override", "socket.send.buffer.bytes=0"],
-     "Invalid value 0 for configuration socket.send.buffer.bytes: Value must be -1 (the OS default) or at least 1"),
     (["--log-level", "BANANA"],
      "Invalid value BANANA for --log-level: String must be one of: TRACE, DEBUG, INFO, WARN, ERROR, FATAL"),
 ])
