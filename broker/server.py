@@ -34,6 +34,7 @@ from .handlers.common import AUTH_MESSAGES, CloseConnection
 from .context import Context
 from .memory_pool import MemoryPool
 from .quotas import quota_now_ms
+from .stepper import LoopTurn
 from .security.authorizer import CLUSTER_NAME
 from .security.listener import ANONYMOUS
 
@@ -87,7 +88,6 @@ class FrameReader:
 
     DIRECT_MIN = 65536  # frames this large whose rest is not buffered yet: received into their own buffer
     CHUNK = 65536  # the least a frame's buffer grows by; what a TLS stream is asked for at a time
-    TURN_SECONDS = 0.002  # the longest a frame's receive holds the event loop while its bytes keep coming
     READ_AT_MOST = 1 << 20  # the most one read, or one copy as the buffer grows, takes (the turn is checked after)
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_size: int, pool: MemoryPool | None = None,
@@ -197,7 +197,7 @@ class FrameReader:
         frame = _frame_buffer(cap)
         frame[:have] = memoryview(self.buf)[4:]
         self.buf.clear()
-        turn = time.perf_counter()
+        turn = LoopTurn()
         while have < size:
             if have == cap:
                 grown = self._grown(cap, have, size)
@@ -209,9 +209,7 @@ class FrameReader:
                     for at in range(0, have, self.READ_AT_MOST):  # copied a slice a turn (fresh pages fault)
                         end = min(have, at + self.READ_AT_MOST)
                         new[at:end] = old[at:end]
-                        if time.perf_counter() - turn > self.TURN_SECONDS:
-                            await trio.sleep(0)
-                            turn = time.perf_counter()
+                        await turn.pass_if_long()
                 frame, cap = bigger, grown
                 await _unmap(old_frame)
             with memoryview(frame) as view:
@@ -222,15 +220,12 @@ class FrameReader:
             if n < 0:
                 await trio.lowlevel.wait_readable(self._sock)
                 self._active()
-                turn = time.perf_counter()
+                turn.restart()
                 continue
             if not n:
                 raise ProtocolViolation("connection closed inside a frame")
             have += n
-            if time.perf_counter() - turn > self.TURN_SECONDS:
-                # the bytes of a large frame keep coming: let the other connections have the loop
-                await trio.sleep(0)
-                turn = time.perf_counter()
+            await turn.pass_if_long()  # the bytes of a large frame keep coming: the others get the loop too
         self.mapped = frame if isinstance(frame, mmap.mmap) else None
         return frame
 
@@ -258,15 +253,13 @@ class FrameReader:
             return b"".join(chunks)
         frame = self.mapped = _frame_buffer(size)
         at = 0
-        turn = time.perf_counter()
+        turn = LoopTurn()
         chunks.reverse()
         while chunks:
             chunk = chunks.pop()  # (each chunk's memory goes as it is copied)
             frame[at:at + len(chunk)] = chunk
             at += len(chunk)
-            if time.perf_counter() - turn > self.TURN_SECONDS:
-                await trio.sleep(0)
-                turn = time.perf_counter()
+            await turn.pass_if_long()
         return frame
 
 

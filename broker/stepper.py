@@ -19,6 +19,26 @@ SLICE_SECONDS = 0.002
 HEAVY_AT_ONCE = 2
 
 
+class LoopTurn:
+    """How long a task has held the event loop since it last let the others run:
+    :meth:`pass_if_long` lets them once that passes :data:`SLICE_SECONDS` (a large frame's
+    receive and copies, in broker/server.py)."""
+
+    __slots__ = ("start",)
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def restart(self) -> None:
+        """The task has just waited (the others ran meanwhile)."""
+        self.start = time.perf_counter()
+
+    async def pass_if_long(self) -> None:
+        if time.perf_counter() - self.start > SLICE_SECONDS:
+            await trio.sleep(0)
+            self.start = time.perf_counter()
+
+
 class Stepper:
     def __init__(self, heavy_at_once: int = HEAVY_AT_ONCE):
         self._limiter = None
