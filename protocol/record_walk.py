@@ -218,21 +218,21 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
     The summary gets the run's timestamp deltas, keyless records; the offsets are in order."""
     size = pos - first
     lw = _varint_width(data, first)
-    q = first + lw + 1                                # the timestamp delta
-    tw = _varint_width(data, q)
-    q += tw                                           # the offset delta: i - 1 if in order
-    ow = _varint_width(data, q)
-    if tw > 2 or ow > OD_WIDTH_MAX or data[q:q + ow] != _zigzag(i - 1, 5):
+    td_at = first + lw + 1                            # the timestamp delta, after the attributes
+    tw = _varint_width(data, td_at)
+    od_at = td_at + tw                                # the offset delta: i - 1 if in order
+    ow = _varint_width(data, od_at)
+    if tw > 2 or ow > OD_WIDTH_MAX or data[od_at:od_at + ow] != _zigzag(i - 1, 5):
         return -1                                     # offsets not in order, or wide fields: one by one
     if i == _od_width_end(ow):
         return 0                                      # the next offset delta is a byte wider
-    q += ow                                           # the key length
-    kw = _varint_width(data, q)
-    kl, _ = _varint(data, q, pos)
-    v = q + kw + max(kl, 0)                           # the value length
-    vw = _varint_width(data, v)
-    vl, _ = _varint(data, v, pos)
-    if v + vw + max(vl, 0) != pos - 1 or data[pos - 1]:
+    kl_at = od_at + ow                                # the key length
+    kw = _varint_width(data, kl_at)
+    kl, _ = _varint(data, kl_at, pos)
+    vl_at = kl_at + kw + max(kl, 0)                   # the value length
+    vw = _varint_width(data, vl_at)
+    vl, _ = _varint(data, vl_at, pos)
+    if vl_at + vw + max(vl, 0) != pos - 1 or data[pos - 1]:
         return -1                                     # headers: parsed one by one
     k = min(stop - i, (end - pos) // size, _od_width_end(ow) - i, RUN_MAX)
     if k <= 0:
@@ -242,23 +242,21 @@ def _run(data, first: int, pos: int, end: int, i: int, stop: int, s: RecordSumma
     def column(at: int) -> bytes:
         return data[pos + at - first:lim:size]
 
-    for at in (*range(first, first + lw), *range(q, q + kw), *range(v, v + vw)):
+    for at in (*range(first, first + lw), *range(kl_at, kl_at + kw), *range(vl_at, vl_at + vw)):
         if column(at) != bytes((data[at],)) * k:
             return -1
     if column(pos - 1) != bytes(k):
         return -1
-    od_at = q - ow - first
     for j in range(ow):
-        if column(first + od_at + j) != _od_column(i, k, ow, j):
+        if column(od_at + j) != _od_column(i, k, ow, j):
             return -1
-    t = first + lw + 1
     if tw == 1:
-        td = column(t)
+        td = column(td_at)
         if max(td) >= 0x80:
             return -1
         deltas = [_Z1[b] for b in set(td)]
     else:
-        lows, highs = column(t), column(t + 1)
+        lows, highs = column(td_at), column(td_at + 1)
         if min(lows) < 0x80 or max(highs) >= 0x80:
             return -1
         deltas = [_Z2[(a & 0x7F) | b << 7] for a, b in set(zip(lows, highs))]
