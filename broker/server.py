@@ -57,8 +57,8 @@ def _frame_buffer(size: int):
 
 
 async def _unmap(buffer) -> None:
-    """Give a mapped frame buffer back to the kernel in a worker thread (unmapping 48 MB takes it
-    8-30 ms here); one still viewed somewhere goes when its last view does."""
+    """Give a mapped frame buffer back to the kernel in a worker thread (unmapping tens of
+    megabytes takes milliseconds); one still viewed somewhere goes when its last view does."""
     if isinstance(buffer, mmap.mmap):
         try:
             await trio.to_thread.run_sync(buffer.close)

@@ -34,7 +34,7 @@ _KEPT_ATTRIBUTES = rec.COMPRESSION_MASK | rec.TRANSACTIONAL_FLAG | rec.CONTROL_F
 
 MAX_RECORD_ERRORS = 10_000
 # records of more than this many bytes have their batches' CRCs checked in a step of their own,
-# which may go to a worker thread (crc32c lets go of the GIL: 48 MB take 3-7 ms)
+# which may go to a worker thread (crc32c lets go of the GIL; tens of MB take milliseconds)
 CHECK_IN_STEP_BYTES = 4 << 20
 
 
