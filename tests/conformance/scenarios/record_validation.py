@@ -288,8 +288,10 @@ SCENARIOS += [
     Scenario("record_validation/timestamp_deltas", "Records whose timestamp deltas are negative, and one whose "
              "delta overflows a long (Long.MAX_VALUE past a current base timestamp), uncompressed and gzip, on a "
              "topic without timestamp bounds: what is written and what ListOffsets max timestamp sees.", steps=[
+        # (the gzip batch's latest record 100 ms later than the first batch's, so that the max
+        # timestamp's offset does not hang on whether the two batches were built in one millisecond)
         *[send(two(codec=c, corrupt=records_section(record(b"a", ts_delta=-5000),
-                                                    record(b"b", offset_delta=1, ts_delta=-1000))),
+                                                    record(b"b", offset_delta=1, ts_delta=-1000 + 100 * c))),
                label=f"{NAMES[c]} negative") for c in (0, 1)],
         send(one(corrupt=records_section(record(ts_delta=(1 << 63) - 1))), label="overflow"),
         latest(),
